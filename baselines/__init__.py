@@ -1,0 +1,1 @@
+"""Baseline graphs (SUMER, AgeMem, full context, RAG): see the open issues."""

@@ -1,0 +1,1 @@
+"""Multi-conversation GRPO training: see the open issues."""
