@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sqlite3
 import sys
 import time
 from contextlib import ExitStack
@@ -89,10 +90,18 @@ def run_with_progress(graph: Any, payload: dict | None, config: dict, *, show_me
                     bar.update(1)
                     memory = values["memory"]
                     if not memory:
-                        bar.write(f"warning: the model returned an empty memory after chunk {values['chunks_read']}")
+                        bar.write(f"warning: the model returned an empty memory after chunk {values['chunks_read']}", file=sys.stderr)
                     elif show_memory:
-                        bar.write(f"[chunk {values['chunks_read']}/{bar.total}] memory: {_short(memory)}")
+                        bar.write(f"[chunk {values['chunks_read']}/{bar.total}] memory: {_short(memory)}", file=sys.stderr)
     return graph.get_state(config).values
+
+
+def _tokenizer_hint(args: argparse.Namespace, error: Exception) -> str:
+    """The error text, plus the command-line spelling when a tokenizer is missing."""
+    message = str(error)
+    if args.tokenizer is None and message.startswith("no tokenizer"):
+        message += "; on the command line: --tokenizer DIR|NAME|tiktoken:<encoding>"
+    return message
 
 
 def _build_graph(args: argparse.Namespace, model: Any, checkpointer: Any) -> Any:
@@ -109,7 +118,7 @@ def _build_graph(args: argparse.Namespace, model: Any, checkpointer: Any) -> Any
             checkpointer=checkpointer,
         )
     except (ValueError, TypeError) as error:
-        raise CliError(str(error)) from error
+        raise CliError(_tokenizer_hint(args, error)) from error
 
 
 def _execute(args: argparse.Namespace, question: str, document: str, stack: ExitStack) -> tuple[dict, float]:
@@ -120,7 +129,10 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     if args.checkpoint:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
-        checkpointer = stack.enter_context(SqliteSaver.from_conn_string(args.checkpoint))
+        try:
+            checkpointer = stack.enter_context(SqliteSaver.from_conn_string(args.checkpoint))
+        except sqlite3.Error as error:
+            raise CliError(f"cannot open checkpoint file {args.checkpoint!r}: {error}") from error
     else:
         checkpointer = InMemorySaver()
     graph = _build_graph(args, model, checkpointer)
@@ -128,7 +140,10 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     fingerprint = json.dumps([question, args.model, args.chunk_tokens, args.memory_tokens, args.final_prompt])
     thread_id = args.thread_id or hashlib.sha256((fingerprint + document).encode()).hexdigest()[:16]
     config = {"configurable": {"thread_id": thread_id}}
-    pending = graph.get_state(config).next
+    try:
+        pending = graph.get_state(config).next
+    except sqlite3.Error as error:
+        raise CliError(f"cannot use checkpoint file {args.checkpoint!r}: {error}") from error
     payload = None if pending else {"question": question, "document": document}
     if pending:
         print(f"resuming thread {thread_id} at {pending[0]}", file=sys.stderr)
@@ -203,7 +218,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         codec = resolve_tokenizer(args.tokenizer, model)
     except (ValueError, TypeError) as error:
-        raise CliError(str(error)) from error
+        raise CliError(_tokenizer_hint(args, error)) from error
     sample = niah_single_1(codec, args.tokens, seed=args.seed)
     print(
         f"demo: needle-in-a-haystack, {args.tokens} tokens (the embedded model's window is 8192), "

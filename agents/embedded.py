@@ -77,8 +77,13 @@ def _convert(gguf_path: Path, target: Path) -> None:
         del model.config.quantization_config
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
-    files = {path.name: path.stat().st_size for path in target.iterdir() if path.is_file()}
-    (target / _MANIFEST).write_text(json.dumps({"source": str(gguf_path), "files": files}))
+    _write_manifest(target, gguf_path)
+
+
+def _write_manifest(target: Path, source: Path) -> None:
+    """Record every file of ``target`` with its size; written last, it marks the directory complete."""
+    files = {path.name: path.stat().st_size for path in target.iterdir() if path.is_file() and path.name != _MANIFEST}
+    (target / _MANIFEST).write_text(json.dumps({"source": str(source), "files": files}))
 
 
 def embedded_model_dir(name: str = "smollm2-135m-instruct") -> Path:
@@ -97,16 +102,24 @@ def embedded_model_dir(name: str = "smollm2-135m-instruct") -> Path:
     if _manifest_ok(target):
         return target
     gguf_path = smollm2_gguf_path()
-    root.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(root / f"{name}.lock")):
-        if _manifest_ok(target):  # another process finished while we waited
-            return target
-        if target.exists():
-            shutil.rmtree(target)
-        staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
-        try:
-            _convert(gguf_path, staging)
-            os.replace(staging, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(root / f"{name}.lock")):
+            if _manifest_ok(target):  # another process finished while we waited
+                return target
+            if target.exists():
+                shutil.rmtree(target)
+            for stale in root.glob(f".{name}-*"):  # staging dirs of killed converters (we hold the lock)
+                shutil.rmtree(stale, ignore_errors=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+            try:
+                _convert(gguf_path, staging)
+                os.replace(staging, target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except OSError as error:
+        raise EmbeddedModelError(
+            f"cannot prepare the embedded model in the cache {str(root)!r}: {error}; "
+            f"set {CACHE_ENV} to a writable directory"
+        ) from error
     return target

@@ -1,0 +1,115 @@
+"""The local transformers backend on the real embedded model: usage, token ids, dynamic batching."""
+
+import asyncio
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+PROMPTS = [f"Name a color that starts with the letter {letter}." for letter in "BGRYPW"]
+
+
+def test_reply_carries_usage_and_exact_token_ids(greedy_model):
+    reply = greedy_model.invoke("What is the capital of France? One word.", max_tokens=12)
+    meta, usage = reply.response_metadata, reply.usage_metadata
+    tokenizer = greedy_model.tokenizer
+    assert usage["input_tokens"] == len(meta["prompt_token_ids"])
+    assert usage["output_tokens"] == len(meta["completion_token_ids"]) <= 12
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    # The recorded prompt is exactly the chat template applied to the message.
+    expected_prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France? One word."}], add_generation_prompt=True, tokenize=False
+    )
+    assert tokenizer.decode(meta["prompt_token_ids"]) == expected_prompt
+    assert tokenizer.decode(meta["completion_token_ids"], skip_special_tokens=True) == reply.content
+    assert "Paris" in reply.content
+    if meta["finish_reason"] == "stop":
+        assert meta["completion_token_ids"][-1] == tokenizer.eos_token_id
+
+
+def test_max_tokens_bounds_the_completion(greedy_model):
+    reply = greedy_model.invoke("Count from one to one hundred in words.", max_tokens=5)
+    assert len(reply.response_metadata["completion_token_ids"]) == 5
+    assert reply.response_metadata["finish_reason"] == "length"
+
+
+def test_concurrent_calls_are_merged_into_one_generate(greedy_model):
+    engine = greedy_model.engine
+    sequential = [greedy_model.invoke(p, max_tokens=8).content for p in PROMPTS[:4]]
+    before = engine.batches_run
+    batched = greedy_model.batch(PROMPTS[:4], {"max_concurrency": 4}, max_tokens=8)
+    assert engine.batches_run - before == 1
+    # Greedy decoding: left padding must not change what a prompt generates.
+    assert [r.content for r in batched] == sequential
+
+
+async def test_async_calls_are_merged_too(greedy_model):
+    engine = greedy_model.engine
+    before = engine.batches_run
+    replies = await asyncio.gather(*(greedy_model.ainvoke([HumanMessage(p)], max_tokens=6) for p in PROMPTS))
+    assert engine.batches_run - before == 1
+    assert all(r.usage_metadata["output_tokens"] <= 6 for r in replies)
+
+
+def test_different_sampling_settings_run_as_separate_batches(greedy_model):
+    engine = greedy_model.engine
+    before = engine.batches_run
+    greedy = greedy_model.batch(["Say yes.", "Say no."], {"max_concurrency": 2}, max_tokens=3)
+    assert engine.batches_run - before == 1
+    sampled = greedy_model.bind(temperature=1.0, top_p=0.9, max_tokens=3)
+    before = engine.batches_run
+    asyncio.run(_mixed(greedy_model, sampled))
+    assert engine.batches_run - before == 2
+    assert len(greedy) == 2
+
+
+async def _mixed(greedy_model, sampled):
+    await asyncio.gather(greedy_model.ainvoke("Say yes.", max_tokens=3), sampled.ainvoke("Say no."))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"max_tokens": 0}, "max_tokens must be a positive integer, got 0"),
+        ({"temperature": -1.0}, "temperature must be >= 0"),
+        ({"top_p": 1.5}, r"top_p must be in \(0, 1\], got 1.5"),
+        ({"frequency_penalty": 1.0}, r"unsupported call options \['frequency_penalty'\]"),
+    ],
+)
+def test_bad_call_options_are_named(greedy_model, options, message):
+    with pytest.raises(ValueError, match=message):
+        greedy_model.invoke("hi", **options)
+
+
+def test_stop_sequences_are_refused_clearly(greedy_model):
+    with pytest.raises(ValueError, match="does not support stop sequences"):
+        greedy_model.invoke("hi", stop=["\n"])
+
+
+def test_load_chat_model_specs(embedded_model_dir, tmp_path):
+    from langgraph_memagent import load_chat_model
+    from langgraph_memagent.agents.local_model import LocalChatModel
+
+    model = load_chat_model(f"hf:{embedded_model_dir}", temperature=0)
+    assert isinstance(model, LocalChatModel) and model.temperature == 0
+    with pytest.raises(ValueError, match="is not a directory"):
+        load_chat_model(f"hf:{tmp_path / 'missing'}")
+    with pytest.raises(ValueError, match="needs base_url="):
+        load_chat_model("vllm:some-model")
+    with pytest.raises(ValueError, match="unknown model spec 'gpt'"):
+        load_chat_model("gpt")
+    openai = load_chat_model("openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert openai.max_retries == 2 and openai.request_timeout == 600
+
+
+def test_vllm_engine_without_vllm_says_how_to_install():
+    pytest.importorskip("torch")
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("vLLM is installed here; the missing-package path cannot be exercised")
+    from langgraph_memagent import load_chat_model
+
+    with pytest.raises(ImportError, match=r"pip install 'langgraph-memagent\[vllm\]'"):
+        load_chat_model("vllm-engine:Qwen/Qwen2.5-7B-Instruct")
