@@ -12,9 +12,11 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
+
+from .local_model import token_level_result
 
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 VLLM_INSTALL = "pip install 'langgraph-memagent[vllm]' (vLLM needs a CUDA GPU)"
@@ -71,19 +73,10 @@ class VLLMEngineChatModel(BaseChatModel):
         chat = [{"role": _ROLES.get(m.type, m.type), "content": m.text} for m in messages]
         output = self._llm.chat([chat], params, use_tqdm=False)[0]
         completion = output.outputs[0]
-        prompt_ids, completion_ids = list(output.prompt_token_ids), list(completion.token_ids)
-        message = AIMessage(
-            content=completion.text,
-            usage_metadata={
-                "input_tokens": len(prompt_ids),
-                "output_tokens": len(completion_ids),
-                "total_tokens": len(prompt_ids) + len(completion_ids),
-            },
-            response_metadata={
-                "model_name": self.model,
-                "finish_reason": completion.finish_reason,
-                "prompt_token_ids": prompt_ids,
-                "completion_token_ids": completion_ids,
-            },
+        return token_level_result(
+            completion.text,
+            list(output.prompt_token_ids),
+            list(completion.token_ids),
+            model_name=self.model,
+            finish_reason=completion.finish_reason,
         )
-        return ChatResult(generations=[ChatGeneration(message=message)])

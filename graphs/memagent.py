@@ -277,7 +277,7 @@ class MemAgentGraph(CompiledStateGraph):
             kwargs["durability"] = "sync"
         needed = _FIXED_STEPS
         if isinstance(input, dict) and isinstance(input.get("document"), str):
-            max_tokens = len(input["document"].encode("utf-8")) + 1
+            max_tokens = 4 * len(input["document"]) + 1  # a character is at most 4 UTF-8 bytes
             needed += math.ceil(max_tokens / self.memagent_config.chunk_tokens)
         elif input is None and has_checkpointer and config.get("configurable"):
             values = self.get_state(config).values

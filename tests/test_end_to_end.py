@@ -44,8 +44,9 @@ def test_embedded_model_batch_answers_every_document(greedy_model, smollm2_codec
     results = graph.batch([{"question": s.question, "document": s.document} for s in samples], {"max_concurrency": 2})
     for sample, result in zip(samples, results):
         _assert_found(sample, result)
-    # 2 documents x 4 calls each, merged pairwise: 4 generate batches, not 8.
-    assert greedy_model.engine.batches_run - before == 4
+    # 2 documents x 4 calls each: overlapping calls share decode steps, so at most 4
+    # busy spells instead of the 8 a one-at-a-time backend would need.
+    assert greedy_model.engine.batches_run - before <= 4
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ def test_max_tokens_bounds_the_completion(greedy_model):
     assert reply.response_metadata["finish_reason"] == "length"
 
 
-def test_concurrent_calls_are_merged_into_one_generate(greedy_model):
+def test_concurrent_calls_decode_as_one_batch(greedy_model):
     engine = greedy_model.engine
     sequential = [greedy_model.invoke(p, max_tokens=8).content for p in PROMPTS[:4]]
     before = engine.batches_run
@@ -50,20 +50,42 @@ async def test_async_calls_are_merged_too(greedy_model):
     assert all(r.usage_metadata["output_tokens"] <= 6 for r in replies)
 
 
-def test_different_sampling_settings_run_as_separate_batches(greedy_model):
+def test_mixed_sampling_settings_share_a_batch(greedy_model):
+    # Sampling is per row, so greedy and sampled calls decode side by side.
     engine = greedy_model.engine
-    before = engine.batches_run
-    greedy = greedy_model.batch(["Say yes.", "Say no."], {"max_concurrency": 2}, max_tokens=3)
-    assert engine.batches_run - before == 1
     sampled = greedy_model.bind(temperature=1.0, top_p=0.9, max_tokens=3)
     before = engine.batches_run
-    asyncio.run(_mixed(greedy_model, sampled))
-    assert engine.batches_run - before == 2
-    assert len(greedy) == 2
+    asyncio.run(_gather(greedy_model.ainvoke("Say yes.", max_tokens=3), sampled.ainvoke("Say no.")))
+    assert engine.batches_run - before == 1
 
 
-async def _mixed(greedy_model, sampled):
-    await asyncio.gather(greedy_model.ainvoke("Say yes.", max_tokens=3), sampled.ainvoke("Say no."))
+async def _gather(*calls):
+    return await asyncio.gather(*calls)
+
+
+def test_a_request_joins_a_batch_already_decoding(greedy_model):
+    """Continuous batching: a late request enters between decode steps, at its own position."""
+    long_prompt, short_prompt = "Tell me a long story about a brave knight.", "What is 2 + 2?"
+    alone = [greedy_model.invoke(long_prompt, max_tokens=40).content, greedy_model.invoke(short_prompt, max_tokens=10).content]
+    engine = greedy_model.engine
+    before = engine.batches_run
+
+    async def late_start():
+        first = asyncio.ensure_future(greedy_model.ainvoke(long_prompt, max_tokens=40))
+        await asyncio.sleep(2.0)  # the first request is prefilled and decoding by now
+        second = await greedy_model.ainvoke(short_prompt, max_tokens=10)
+        return [(await first).content, second.content]
+
+    together = asyncio.run(late_start())
+    assert engine.batches_run - before == 1
+    assert together == alone  # padding and positions handled: greedy output unchanged
+
+
+def test_tiny_top_p_samples_the_most_likely_token(greedy_model):
+    prompt = "Name the largest planet of the solar system."
+    greedy = greedy_model.invoke(prompt, max_tokens=12).content
+    nucleus_of_one = greedy_model.invoke(prompt, max_tokens=12, temperature=1.0, top_p=1e-6).content
+    assert nucleus_of_one == greedy
 
 
 @pytest.mark.parametrize(
