@@ -5,7 +5,7 @@ from .embedded import embedded_model_dir
 from .loading import load_chat_model
 from .local_model import LocalChatModel
 from .prompts import final_prompt, memory_update_prompt
-from .tokenizers import TokenCodec, chunk_text, resolve_tokenizer
+from .tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
 
 __all__ = [
     "LocalChatModel",
@@ -14,6 +14,7 @@ __all__ = [
     "embedded_model_dir",
     "extract_answer",
     "final_prompt",
+    "iter_chunks",
     "load_chat_model",
     "memory_update_prompt",
     "resolve_tokenizer",

@@ -87,17 +87,14 @@ class BatchedGenerator:
     :class:`LocalChatModel` that names the same model directory, dtype and device.
     """
 
-    def __init__(self, model_path: str, *, dtype: str, device: str, max_batch_size: int, batch_window_s: float):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
+    def __init__(self, model: Any, tokenizer: Any, *, max_batch_size: int = 8, batch_window_s: float = 0.03):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size!r}")
-        if not hasattr(torch, dtype):
-            raise ValueError(f"dtype must name a torch dtype such as 'bfloat16' or 'float32', got {dtype!r}")
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
-        self.device = device
+        self.tokenizer = tokenizer
+        # The very module given: a trainer's weight updates (and an enabled LoRA adapter) are
+        # what the next generation sees.
+        self.model = model
+        self.device = str(next(model.parameters()).device)
         self.max_batch_size = max_batch_size
         self.batch_window_s = batch_window_s
         eos = self.model.generation_config.eos_token_id
@@ -107,8 +104,20 @@ class BatchedGenerator:
         self.batches_run = 0  # busy spells: requests overlapping in time count as one batch
         self.peak_rows = 0  # most requests ever decoded in one step
         self._queue: queue.Queue[_Request] = queue.Queue()
-        self._worker = threading.Thread(target=self._serve, name=f"batched-generate:{Path(model_path).name}", daemon=True)
+        name = Path(str(getattr(model.config, "_name_or_path", "") or "model")).name
+        self._worker = threading.Thread(target=self._serve, name=f"batched-generate:{name}", daemon=True)
         self._worker.start()
+
+    @classmethod
+    def load(cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", **options: Any) -> "BatchedGenerator":
+        """Load a transformers causal LM directory and serve it."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not hasattr(torch, dtype):
+            raise ValueError(f"dtype must name a torch dtype such as 'bfloat16' or 'float32', got {dtype!r}")
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
+        return cls(model, AutoTokenizer.from_pretrained(model_path), **options)
 
     def submit(self, prompt_ids: list[int], params: SamplingParams) -> Future:
         """Queue one generation; the future resolves to a :class:`Completion`."""
@@ -231,7 +240,11 @@ class BatchedGenerator:
 
 
 class _DecodeBatch:
-    """The shared KV cache of the rows being decoded, left-padded to a common length."""
+    """The shared KV cache of the rows being decoded, left-padded to a common length.
+
+    Its layers are :class:`SlabLayer` s: decode steps append in place; only a row joining
+    or leaving copies the cache.
+    """
 
     def __init__(self, device: str):
         self.device = device
@@ -242,8 +255,11 @@ class _DecodeBatch:
         import torch
         import torch.nn.functional as F
 
+        from ._kv_slab import SlabLayer
+
         row_mask = torch.ones((1, length), dtype=torch.long, device=self.device)
         if self.cache is None:
+            cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
             self.cache, self.mask = cache, row_mask
             return
         width = max(self.mask.shape[1], length)
@@ -306,7 +322,7 @@ def shared_engine(model_path: str, *, dtype: str, device: str, max_batch_size: i
     key = (str(Path(model_path).resolve()), dtype, device, max_batch_size, batch_window_s)
     with _ENGINES_LOCK:
         if key not in _ENGINES:
-            _ENGINES[key] = BatchedGenerator(
+            _ENGINES[key] = BatchedGenerator.load(
                 model_path, dtype=dtype, device=device, max_batch_size=max_batch_size, batch_window_s=batch_window_s
             )
         return _ENGINES[key]
@@ -349,6 +365,24 @@ class LocalChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "dtype": self.dtype, "temperature": self.temperature, "top_p": self.top_p}
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, **fields: Any) -> "LocalChatModel":
+        """Serve an already loaded causal LM (e.g. a trainer's policy, PEFT-wrapped or not).
+
+        Generation runs on that very module, so weight updates and an enabled LoRA adapter
+        take effect on the next call; nothing is copied or reloaded.
+
+        >>> from transformers import AutoModelForCausalLM, AutoTokenizer   # doctest: +SKIP
+        >>> policy = AutoModelForCausalLM.from_pretrained(model_dir)        # doctest: +SKIP
+        >>> chat = LocalChatModel.from_model(policy, AutoTokenizer.from_pretrained(model_dir), temperature=1.0)  # doctest: +SKIP
+        """
+        name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__)
+        chat = cls(model_path=name, **fields)
+        chat._engine = BatchedGenerator(
+            model, tokenizer, max_batch_size=chat.max_batch_size, batch_window_s=chat.batch_window_ms / 1000
+        )
+        return chat
 
     @property
     def engine(self) -> BatchedGenerator:

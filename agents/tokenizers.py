@@ -4,18 +4,23 @@ MemAgent counts chunk sizes with the serving model's own tokenizer: encode the w
 context once, slice the id list, decode each slice. Encoding one multi-million-token
 string is slow in fast tokenizers (~3.5 us/token at 4M tokens, measured here), so the
 text is cut into segments at word boundaries that do not change tokenization and the
-segments are encoded as one parallel batch.
+segments are encoded in parallel batches. :func:`iter_chunks` cuts chunks while later
+batches are still to be encoded, so the ids of a whole document are never held at once.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 TIKTOKEN_PREFIX = "tiktoken:"
 _SEGMENT_CHARS = 32_768
+# Segments encoded per batch (~2M characters): enough to keep both cores busy, few enough
+# that the ids in flight stay small next to the document.
+_SEGMENTS_PER_BATCH = 64
 # A boundary right before " word" keeps byte-level BPE pre-tokenization intact: the
 # space always attaches to the word after it.
 _BOUNDARY = re.compile(r"(?<=[^\s]) (?=\w)")
@@ -123,47 +128,72 @@ def _load_tokenizer(spec: str) -> TokenCodec:
         raise ValueError(f"cannot load tokenizer {spec!r} ({error}); {HOW_TO_PASS_A_TOKENIZER}") from error
 
 
-def split_segments(text: str, segment_chars: int = _SEGMENT_CHARS) -> list[str]:
-    """Cut ``text`` into pieces of about ``segment_chars`` at tokenization-neutral boundaries.
+def iter_segments(text: str, segment_chars: int = _SEGMENT_CHARS) -> Iterator[str]:
+    """Pieces of ``text`` of about ``segment_chars``, cut at tokenization-neutral boundaries.
 
     Concatenating the pieces gives back ``text``; text with no such boundary (no spaces)
     stays in one piece rather than being cut mid-word.
 
-    >>> split_segments("aa bb cc dd", segment_chars=4)
+    >>> list(iter_segments("aa bb cc dd", segment_chars=4))
     ['aa bb', ' cc dd']
     """
-    segments, start = [], 0
+    start = 0
     while len(text) - start > segment_chars:
         match = _BOUNDARY.search(text, start + segment_chars)
         if match is None:
             break
-        segments.append(text[start : match.start()])
+        yield text[start : match.start()]
         start = match.start()
-    segments.append(text[start:])
-    return segments
+    yield text[start:]
+
+
+def split_segments(text: str, segment_chars: int = _SEGMENT_CHARS) -> list[str]:
+    """:func:`iter_segments` as a list."""
+    return list(iter_segments(text, segment_chars))
+
+
+def _encoded_groups(text: str, codec: TokenCodec) -> Iterator[list[int]]:
+    """Token ids of ``text`` group by group: each group is a batch of segments encoded together."""
+    segments = iter_segments(text)
+    while group := list(itertools.islice(segments, _SEGMENTS_PER_BATCH)):
+        yield [token for ids in codec.encode_batch(group) for token in ids]
 
 
 def encode_long(text: str, codec: TokenCodec) -> list[int]:
-    """Token ids of ``text`` without special tokens, encoding segments in one batch."""
-    ids: list[int] = []
-    for segment_ids in codec.encode_batch(split_segments(text)):
-        ids.extend(segment_ids)
-    return ids
+    """Token ids of ``text`` without special tokens, encoding segments in batches."""
+    return [token for ids in _encoded_groups(text, codec) for token in ids]
 
 
-def _chunk_bounds(ids: list[int], codec: TokenCodec, chunk_tokens: int) -> list[int]:
-    """Cut positions every ``chunk_tokens`` ids, moved back (by at most 3 tokens) where a
-    cut would split a multi-byte character that byte-level BPE spread over several tokens."""
-    bounds, start = [], 0
-    while start < len(ids):
-        end = min(start + chunk_tokens, len(ids))
-        if end < len(ids):
-            tails = codec.decode_batch([ids[max(start, end - back - 4) : end - back] for back in range(3)])
-            back = next((b for b, tail in enumerate(tails) if not tail.endswith("\ufffd")), 0)
-            end -= back if end - back > start else 0
-        bounds.append(end)
-        start = end
-    return bounds
+def _cut(ids: list[int], codec: TokenCodec, chunk_tokens: int) -> int:
+    """Where the next chunk ends: after ``chunk_tokens`` ids, moved back (by at most 3 tokens)
+    where the cut would split a multi-byte character that byte-level BPE spread over tokens."""
+    tails = codec.decode_batch([ids[max(0, chunk_tokens - back - 4) : chunk_tokens - back] for back in range(3)])
+    back = next((b for b, tail in enumerate(tails) if not tail.endswith("\ufffd")), 0)
+    return chunk_tokens - back if chunk_tokens - back > 0 else chunk_tokens
+
+
+def iter_chunks(text: str, codec: TokenCodec, chunk_tokens: int) -> Iterator[str]:
+    """Chunks of at most ``chunk_tokens`` tokens, produced while the text is still being encoded.
+
+    Same chunks as :func:`chunk_text`, but memory stays bounded by one batch of segments
+    (~2M characters) beyond the chunks the caller keeps: the ids of the whole document
+    (~140 bytes per token as Python ints) are never held at once.
+    """
+    if chunk_tokens < 1:
+        raise ValueError(f"chunk_tokens must be a positive number of tokens, got {chunk_tokens!r}")
+    pending: list[int] = []
+    for group in _encoded_groups(text, codec):
+        pending.extend(group)
+        slices = []
+        # Cut only while more ids follow the cut: the last chunk may be shorter and is never moved.
+        while len(pending) > chunk_tokens:
+            end = _cut(pending, codec, chunk_tokens)
+            slices.append(pending[:end])
+            del pending[:end]
+        if slices:  # some tokenizers decode an empty batch to [""]
+            yield from codec.decode_batch(slices)
+    if pending:
+        yield from codec.decode_batch([pending])
 
 
 def chunk_text(text: str, codec: TokenCodec, chunk_tokens: int) -> list[str]:
@@ -178,8 +208,4 @@ def chunk_text(text: str, codec: TokenCodec, chunk_tokens: int) -> list[str]:
     >>> chunk_text("one ü", TiktokenCodec(byte_level), 5)
     ['one ', 'ü']
     """
-    if chunk_tokens < 1:
-        raise ValueError(f"chunk_tokens must be a positive number of tokens, got {chunk_tokens!r}")
-    ids = encode_long(text, codec)
-    starts = [0, *_chunk_bounds(ids, codec, chunk_tokens)]
-    return codec.decode_batch([ids[start:end] for start, end in zip(starts, starts[1:])])
+    return list(iter_chunks(text, codec, chunk_tokens))

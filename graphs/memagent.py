@@ -18,6 +18,7 @@ run's input checkpoint.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 import uuid
@@ -37,13 +38,15 @@ from langgraph.store.memory import InMemoryStore
 
 from ..agents.answers import extract_answer
 from ..agents.prompts import MEMORY_START, FinalPromptStyle, final_prompt, memory_update_prompt
-from ..agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
+from ..agents.tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
 
 logger = logging.getLogger(__name__)
 
 DOCUMENTS_NAMESPACE = ("memagent", "documents")
 # Steps outside the per-chunk loop (chunk_document, answer) plus slack for the input step.
 _FIXED_STEPS = 5
+# Chunks per store write while chunking: bounds what is held besides the document.
+_CHUNKS_PER_WRITE = 64
 
 
 class MemAgentInput(TypedDict):
@@ -133,23 +136,28 @@ class _MemAgentSteps:
         self.answer_model = model.bind(max_tokens=config.answer_tokens)
 
     # chunk_document ---------------------------------------------------------------
-    def _chunks(self, state: MemAgentState) -> list[str]:
+    def _chunk_groups(self, state: MemAgentState) -> Iterator[list[str]]:
+        """The document's chunks, a group at a time, so memory stays bounded by one group."""
         question, document = state.get("question"), state.get("document")
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
         if not isinstance(document, str) or not document.strip():
             shown = document if not isinstance(document, str) else document[:40]
             raise ValueError(f"input 'document' must be a non-empty string, got {shown!r}")
-        return chunk_text(document, self.codec, self.config.chunk_tokens)
+        chunks = iter_chunks(document, self.codec, self.config.chunk_tokens)
+        while group := list(itertools.islice(chunks, _CHUNKS_PER_WRITE)):
+            yield group
 
-    def _start(self, chunks: list[str]) -> tuple[dict[str, Any], list[PutOp]]:
-        document_id = uuid.uuid4().hex
-        namespace = (*DOCUMENTS_NAMESPACE, document_id)
-        puts = [PutOp(namespace, _chunk_key(i), {"text": text}, index=False) for i, text in enumerate(chunks)]
-        update = {
+    @staticmethod
+    def _puts(namespace: tuple[str, ...], first: int, group: list[str]) -> list[PutOp]:
+        return [PutOp(namespace, _chunk_key(first + i), {"text": text}, index=False) for i, text in enumerate(group)]
+
+    @staticmethod
+    def _start(document_id: str, num_chunks: int) -> dict[str, Any]:
+        return {
             "document": "",
             "document_id": document_id,
-            "num_chunks": len(chunks),
+            "num_chunks": num_chunks,
             "chunks_read": 0,
             "memory": MEMORY_START,
             "response": "",
@@ -157,18 +165,24 @@ class _MemAgentSteps:
             "empty_memory_updates": 0,
             "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0},
         }
-        return update, puts
 
     def chunk_document(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
-        update, puts = self._start(self._chunks(state))
-        store.batch(puts)
-        return update
+        document_id = uuid.uuid4().hex
+        namespace, written = (*DOCUMENTS_NAMESPACE, document_id), 0
+        for group in self._chunk_groups(state):
+            store.batch(self._puts(namespace, written, group))
+            written += len(group)
+        return self._start(document_id, written)
 
     async def achunk_document(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
+        document_id = uuid.uuid4().hex
+        namespace, written = (*DOCUMENTS_NAMESPACE, document_id), 0
+        groups = self._chunk_groups(state)
         # Tokenizing millions of tokens is CPU work: keep it off the event loop.
-        update, puts = self._start(await asyncio.to_thread(self._chunks, state))
-        await store.abatch(puts)
-        return update
+        while group := await asyncio.to_thread(next, groups, None):
+            await store.abatch(self._puts(namespace, written, group))
+            written += len(group)
+        return self._start(document_id, written)
 
     # update_memory ----------------------------------------------------------------
     def _memory_messages(self, state: MemAgentState, item: Any) -> list[BaseMessage]:

@@ -82,3 +82,33 @@ def test_tokenizer_forms(embedded_model_dir, greedy_model):
         resolve_tokenizer("/no/such/dir")
     with pytest.raises(TypeError, match="unsupported tokenizer 42"):
         resolve_tokenizer(42)
+
+
+def _reference_chunks(text: str, codec, chunk_tokens: int) -> list[str]:
+    """The non-streaming algorithm: encode everything, cut every chunk_tokens ids (moved
+    back where a cut would split a multi-byte character), decode each slice."""
+    ids = codec.encode_batch([text])[0]
+    pieces, start = [], 0
+    while start < len(ids):
+        end = min(start + chunk_tokens, len(ids))
+        if end < len(ids):
+            tails = codec.decode_batch([ids[max(start, end - back - 4) : end - back] for back in range(3)])
+            back = next((b for b, tail in enumerate(tails) if not tail.endswith("\ufffd")), 0)
+            end -= back if end - back > start else 0
+        pieces.append(ids[start:end])
+        start = end
+    return codec.decode_batch(pieces)
+
+
+@pytest.mark.parametrize("codec_name", ["smollm2", "byte_level"])
+def test_streaming_chunks_equal_the_whole_document_algorithm(codec_name, smollm2_codec, monkeypatch):
+    from langgraph_memagent.agents import tokenizers
+
+    # Tiny segment batches, so chunks straddle many encode batches.
+    monkeypatch.setattr(tokenizers, "_SEGMENTS_PER_BATCH", 2)
+    codec = smollm2_codec if codec_name == "smollm2" else _byte_level_codec()
+    text = _text(120_000, seed=4)  # ~600K characters: ~18 segments, ~9 batches
+    streamed = list(tokenizers.iter_chunks(text, codec, 997))
+    assert len(tokenizers.split_segments(text)) > 10
+    assert streamed == _reference_chunks(text, codec, 997)
+    assert "".join(streamed) == text
