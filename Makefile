@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(BIN)/memagent demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -ra --durations=10 --doctest-modules tests agents graphs evals cli.py
+	$(BIN)/python -m pytest -ra --durations=10 --doctest-modules tests agents graphs evals baselines training cli.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all

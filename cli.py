@@ -231,16 +231,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_model_options(parser: argparse.ArgumentParser, *, chunk_tokens: int, memory_tokens: int, answer_tokens: int) -> None:
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """The model flags every command shares (read back by :func:`_model`)."""
     group = parser.add_argument_group("model")
     group.add_argument("--model", default="smollm2-135m", help="smollm2-135m | hf:<dir> | vllm:<model> | openai:<model> | vllm-engine:<model> (default: %(default)s)")
     group.add_argument("--base-url", help="OpenAI-compatible endpoint for vllm:/openai: models, e.g. http://127.0.0.1:8000/v1")
     group.add_argument("--api-key", help="API key for openai: models (vllm: defaults to EMPTY)")
-    group.add_argument("--tokenizer", help="tokenizer for exact chunking: a local dir/name or tiktoken:<encoding> (default: the model's own)")
+    group.add_argument("--tokenizer", help="tokenizer for exact token counts (chunking, sample lengths): a local dir/name or tiktoken:<encoding> (default: the model's own)")
     group.add_argument("--temperature", type=float, help="sampling temperature (0 = greedy; default: the backend's, MemAgent eval 0.7)")
     group.add_argument("--top-p", type=float, help="nucleus sampling mass (default: the backend's, MemAgent eval 0.95)")
     group.add_argument("--timeout", type=float, default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
     group.add_argument("--max-retries", type=int, default=2, help="retries per server request (default: %(default)s)")
+
+
+def _add_model_options(parser: argparse.ArgumentParser, *, chunk_tokens: int, memory_tokens: int, answer_tokens: int) -> None:
+    add_backend_options(parser)
     group = parser.add_argument_group("MemAgent")
     group.add_argument("--chunk-tokens", type=int, default=chunk_tokens, help="document tokens per memory update (default: %(default)s)")
     group.add_argument("--memory-tokens", type=int, default=memory_tokens, help="memory size limit in tokens (default: %(default)s)")
@@ -274,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     _add_model_options(run, chunk_tokens=5000, memory_tokens=1024, answer_tokens=1024)
     run.set_defaults(handler=cmd_run)
+    from .evals.harness import add_compare_parser
+
+    add_compare_parser(commands)
     return parser
 
 

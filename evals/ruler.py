@@ -1,82 +1,586 @@
-"""RULER-style needle-in-a-haystack samples (NVIDIA RULER, arXiv 2404.06654), seeded.
+"""RULER's synthetic long-context tasks (NVIDIA RULER, arXiv 2404.06654), seeded, sized in tokens.
 
-This module carries ``niah_single_1`` (noise haystack, word key, 7-digit number),
-the task the demo and the end-to-end tests use. Same seed, same bytes.
+:func:`generate_task` makes records of every task of RULER's table (``TASKS``): the eight
+needle-in-a-haystack variants, variable tracking (``vt``), frequent-word extraction (``fwe``)
+and ``qa`` (RULER's QA prompt over the synthetic multi-hop documents of
+:mod:`~langgraph_memagent.evals.multihop`), plus ``qa_hotpotqa_synthetic`` (MemAgent's
+RULER-HotpotQA layout over the same documents).
+
+How a record is built, as RULER's generator does it:
+
+* needles ``One of the special magic numbers for {key} is: {value}.`` with adjective-noun
+  word keys from the wonderwords lists, 7-digit numbers or version-4 UUIDs; at depths drawn
+  from RULER's grid of 40 depths spread evenly over 0..100%;
+* haystacks: the noise line repeated (``noise``), prose sentences (``essay``, from
+  :mod:`~langgraph_memagent.evals.essays`), or distractor needles (``needle``);
+* the haystack size is found by search so that the whole prompt (template, haystack,
+  RULER's answer prefix and the expected answer) fits ``target_tokens`` under ``codec``.
+
+A record keeps the question apart from the haystack (MemAgent's layout): ``question`` is
+the query side of the template (the sentence after the haystack; for QA the bare question)
+and ``document`` the haystack. :func:`render_ruler_input` puts them back into RULER's
+prompt. Sample ``i`` of a call is drawn from a generator seeded with ``(task, seed, i)``:
+same arguments, same bytes.
+
+>>> from langgraph_memagent.agents.tokenizers import TiktokenCodec
+>>> import tiktoken
+>>> codec = TiktokenCodec(tiktoken.Encoding("bytes", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}))
+>>> sample, = generate_task("niah_multivalue", 2000, codec=codec, seed=3)
+>>> sample.metric, len(sample.answers), all(answer in sample.document for answer in sample.answers)
+('all', 4, True)
+>>> sample.question.startswith("What are all the special magic numbers for")
+True
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
-from dataclasses import dataclass, field
+import string
+import tempfile
+import uuid
+from dataclasses import dataclass
+from functools import cache
 from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Iterable, Literal
 
 from ..agents.tokenizers import TokenCodec, encode_long
+from .essays import essay_sentences, essay_slice
+from .records import AnswerMode, Sample
+
+__all__ = [
+    "NIAH_TASKS",
+    "TASKS",
+    "PromptTemplate",
+    "Sample",
+    "fit_largest",
+    "generate_task",
+    "niah_single_1",
+    "prompt_template",
+    "render_ruler_input",
+    "write_memagent_eval",
+    "write_ruler_jsonl",
+]
 
 NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
-NEEDLE = "One of the special magic numbers for {key} is: {value}."
-QUESTION = "What is the special magic number for {key} mentioned in the provided text?"
+NEEDLE = "One of the special magic {value_type} for {key} is: {value}."
+# RULER: np.round(np.linspace(0, 100, num=40)) -- needle depths are drawn from this grid.
+DEPTH_GRID: tuple[int, ...] = tuple(round(index * 100 / 39) for index in range(40))
 
 
-@dataclass
-class Sample:
-    """One task instance in the shape every loader and graph of this package uses."""
-
-    question: str
-    document: str
-    answers: list[str]
-    task: str
-    metric: str = "string_match_all"
-    meta: dict = field(default_factory=dict)
-
-    def __getitem__(self, key: str):
-        return getattr(self, key)
+@dataclass(frozen=True)
+class _NiahConfig:
+    haystack: Literal["noise", "essay", "needle"]
+    key_kind: Literal["words", "uuids"]
+    value_kind: Literal["numbers", "uuids"]
+    num_keys: int = 1
+    num_values: int = 1
+    num_queries: int = 1
 
 
-def _words(name: str) -> list[str]:
+# RULER's synthetic.yaml.
+NIAH_CONFIGS: dict[str, _NiahConfig] = {
+    "niah_single_1": _NiahConfig("noise", "words", "numbers"),
+    "niah_single_2": _NiahConfig("essay", "words", "numbers"),
+    "niah_single_3": _NiahConfig("essay", "words", "uuids"),
+    "niah_multikey_1": _NiahConfig("essay", "words", "numbers", num_keys=4),
+    "niah_multikey_2": _NiahConfig("needle", "words", "numbers"),
+    "niah_multikey_3": _NiahConfig("needle", "uuids", "uuids"),
+    "niah_multivalue": _NiahConfig("essay", "words", "numbers", num_values=4),
+    "niah_multiquery": _NiahConfig("essay", "words", "numbers", num_keys=4, num_queries=4),
+}
+NIAH_TASKS: tuple[str, ...] = tuple(NIAH_CONFIGS)
+MULTIHOP_TASKS: tuple[str, ...] = ("qa", "qa_hotpotqa_synthetic")
+TASKS: tuple[str, ...] = (*NIAH_TASKS, "vt", "fwe", *MULTIHOP_TASKS)
+
+# Options each task accepts beyond target_tokens (the defaults are RULER's).
+_TASK_OPTIONS: dict[str, frozenset[str]] = {
+    **{task: frozenset({"depth"}) if NIAH_CONFIGS[task].num_keys * NIAH_CONFIGS[task].num_values == 1 else frozenset() for task in NIAH_TASKS},
+    "vt": frozenset({"num_chains", "num_hops"}),
+    "fwe": frozenset({"alpha", "vocab_size", "coded_word_length"}),
+    "qa": frozenset({"num_docs", "kind"}),
+    "qa_hotpotqa_synthetic": frozenset({"num_docs", "kind"}),
+}
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A RULER task prompt cut around its haystack: ``before + context + after``, then the answer prefix.
+
+    ``tokens_to_generate`` is RULER's generation budget for the task (its ``length`` field
+    adds it to the prompt's tokens).
+    """
+
+    before: str
+    after: str
+    answer_prefix: str
+    tokens_to_generate: int
+
+    def render(self, context: str) -> str:
+        return f"{self.before}{context}{self.after}"
+
+
+# RULER's constants.py, verbatim (the "assgined" typo included, so prompts match byte for byte).
+_NIAH = PromptTemplate(
+    "Some special magic {value_type} are hidden within the following text. Make sure to memorize it. "
+    "I will quiz you about the {value_type} afterwards.\n",
+    "\nWhat are all the special magic {value_type} for {query} mentioned in the provided text?",
+    " The special magic {value_type} for {query} mentioned in the provided text are",
+    128,
+)
+_VT = PromptTemplate(
+    "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n",
+    "\nQuestion: Find all variables that are assigned the value {query} in the text above.",
+    " Answer: According to the chain(s) of variable assignment in the text above, {num_v} variables are assgined the value {query}, they are: ",
+    30,
+)
+_FWE = PromptTemplate(
+    "Read the following coded text and track the frequency of each coded word. Find the three most frequently appeared coded words. ",
+    "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are the three most frequently appeared words in the above coded text?",
+    " Answer: According to the coded text above, the three most frequently appeared words are:",
+    50,
+)
+# Common-word extraction is read by the loaders (official files) but not generated here.
+_CWE = PromptTemplate(
+    "Below is a numbered list of words. In these words, some appear more often than others. Memorize the ones that appear most often.\n",
+    "\nQuestion: What are the 10 most common words in the above list?",
+    " Answer: The top 10 words that appear most often in the list are:",
+    120,
+)
+_QA_INSTRUCTION = "Answer the question based on the given documents. Only give me the answer and do not output any other words."
+_QA = PromptTemplate(
+    f"{_QA_INSTRUCTION}\n\nThe following are given documents.\n\n",
+    f"\n\n{_QA_INSTRUCTION}\n\nQuestion: {{query}}",
+    " Answer:",
+    32,
+)
+TEMPLATE_FAMILIES: dict[str, PromptTemplate] = {"niah": _NIAH, "vt": _VT, "fwe": _FWE, "cwe": _CWE, "qa": _QA}
+
+
+def task_family(task: str) -> str:
+    """RULER template family of a task name: ``niah``, ``vt``, ``fwe`` or ``qa``.
+
+    >>> task_family("niah_multikey_2"), task_family("qa_hotpotqa")
+    ('niah', 'qa')
+    """
+    for family in TEMPLATE_FAMILIES:
+        if task == family or task.startswith(f"{family}_"):
+            return family
+    raise ValueError(f"task {task!r} belongs to no RULER template family; expected a name starting with one of {', '.join(TEMPLATE_FAMILIES)}")
+
+
+def prompt_template(task: str, *, query: str, value_type: str = "numbers", num_answers: int = 1, num_values: int = 0) -> PromptTemplate:
+    """The formatted template of ``task`` for one query.
+
+    NIAH prompts with a single answer take RULER's singular wording (``A special magic
+    number is hidden ...``, ``What is the special magic number for ...``).
+
+    >>> prompt_template("niah_single_1", query="red-fox").after
+    '\\nWhat is the special magic number for red-fox mentioned in the provided text?'
+    """
+    family = task_family(task)
+    template = TEMPLATE_FAMILIES[family]
+    parts = [template.before, template.after, template.answer_prefix]
+    if family == "niah" and num_answers == 1:
+        # RULER's own rewrite for one answer, applied in the same order.
+        for plural, singular in (("Some", "A"), ("are all", "is"), ("are", "is"), ("answers", "answer")):
+            parts = [part.replace(plural, singular) for part in parts]
+        value_type = value_type.removesuffix("s")
+    values = {"value_type": value_type, "query": query, "num_v": num_values}
+    before, after, answer_prefix = (part.format(**values) for part in parts)
+    return PromptTemplate(before, after, answer_prefix, template.tokens_to_generate)
+
+
+def fit_largest(measure: Callable[[int], int], budget: int, *, limit: int | None = None) -> int:
+    """The largest ``n`` in ``0..limit`` with ``measure(n) <= budget``, for ``measure`` growing about linearly.
+
+    Secant steps (the next guess follows the slope measured at the last one) land next to
+    the boundary in two or three calls; a doubling bracket and bisection finish the job
+    when they do not. Each call of ``measure`` tokenizes a whole prompt, so few calls is
+    what makes a 32K-token sample fast. Every returned ``n`` was measured to fit.
+
+    >>> fit_largest(lambda n: 10 + 3 * n, 100)
+    30
+    >>> fit_largest(lambda n: 10 + 3 * n, 100, limit=7)
+    7
+    """
+    measured: dict[int, int] = {}
+
+    def tokens(units: int) -> int:
+        if units not in measured:
+            measured[units] = measure(units)
+        return measured[units]
+
+    base = tokens(0)
+    if base > budget:
+        raise ValueError(f"the prompt without any haystack already takes {base} tokens, more than the budget of {budget}")
+    # low always fits; high (when known) never does.
+    low, high = 0, None if limit is None else limit + 1
+    point = 64 if limit is None else min(64, limit)
+    for _ in range(6):
+        if point == low or (high is not None and high - low <= 1):
+            break
+        used = tokens(point)
+        if used <= budget:
+            low = point
+        else:
+            high = point
+        slope = max(used - base, 1) / point
+        estimate = int(point + (budget - used) / slope)
+        point = max(estimate, low + 1) if high is None else min(max(estimate, low + 1), high - 1)
+    step = max(1, low // 256)
+    while high is None:
+        candidate = low + step
+        step *= 2
+        low, high = (candidate, None) if tokens(candidate) <= budget else (low, candidate)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if tokens(middle) <= budget else (low, middle)
+    return low
+
+
+def prompt_tokens(template: PromptTemplate, context: str, answers: list[str], codec: TokenCodec) -> int:
+    """Tokens of RULER's whole prompt for ``context`` plus the expected answer (what must fit the target)."""
+    return len(encode_long(f"{template.render(context)}{template.answer_prefix} {' '.join(answers)}", codec))
+
+
+def fit_sample(
+    *,
+    task: str,
+    template: PromptTemplate,
+    question: str,
+    answers: list[str],
+    metric: AnswerMode,
+    build_context: Callable[[int], str],
+    codec: TokenCodec,
+    target_tokens: int | None,
+    units: int | None = None,
+    limit: int | None = None,
+    locate_answer: bool = True,
+    meta: dict | None = None,
+) -> Sample:
+    """Size a haystack (``units`` given, or the most that fits ``target_tokens``) and make the record.
+
+    ``build_context(n)`` renders the haystack with ``n`` units (lines, sentences, words,
+    documents) and the needles in place. ``meta`` gains the unit count, the prompt's token
+    ``length``, RULER's ``token_position_answer`` (where the first gold starts; skipped with
+    ``locate_answer=False``, for multi-document QA where it costs a second tokenization of a
+    possibly multi-million-token prompt and says little) and the template parts that
+    :func:`render_ruler_input` needs.
+    """
+    if units is None:
+        if target_tokens is None:
+            raise ValueError(f"{task}: give target_tokens (or a document count where the task takes one)")
+        try:
+            units = fit_largest(lambda n: prompt_tokens(template, build_context(n), answers, codec), target_tokens, limit=limit)
+        except ValueError as error:
+            raise ValueError(f"{task}: target_tokens={target_tokens} is too small: {error}") from None
+    context = build_context(units)
+    prompt = template.render(context)
+    answer_at = prompt.find(answers[0]) if answers and locate_answer else -1
+    meta = {
+        **(meta or {}),
+        "haystack_units": units,
+        "length": prompt_tokens(template, context, answers, codec),
+        "token_position_answer": len(encode_long(prompt[:answer_at], codec)) if answer_at >= 0 else None,
+        "prompt_before": template.before,
+        "prompt_after": template.after,
+        "answer_prefix": template.answer_prefix,
+        "tokens_to_generate": template.tokens_to_generate,
+    }
+    return Sample(question=question, document=context, answers=answers, task=task, metric=metric, meta=meta)
+
+
+@cache
+def _words(name: str) -> tuple[str, ...]:
     # RULER draws keys from the wonderwords lists; read them without importing its CLI.
     text = resources.files("wonderwords").joinpath("assets", name).read_text(encoding="utf-8")
-    return sorted({w for w in text.split() if w.isalpha() and w.islower()})
+    return tuple(sorted({word for word in text.split() if word.isalpha() and word.islower()}))
+
+
+def _word_key(rng: random.Random) -> str:
+    return f"{rng.choice(_words('adjectivelist.txt'))}-{rng.choice(_words('nounlist.txt'))}"
+
+
+def _uuid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def _draw(kind: str, rng: random.Random) -> str:
+    if kind == "words":
+        return _word_key(rng)
+    if kind == "uuids":
+        return _uuid(rng)
+    return str(rng.randint(1_000_000, 9_999_999))
+
+
+def _distinct(draw: Callable[[], str], count: int, taken: set[str]) -> list[str]:
+    values: list[str] = []
+    while len(values) < count:
+        value = draw()
+        if value not in taken:
+            taken.add(value)
+            values.append(value)
+    return values
+
+
+def _insert_at_depths(units: list[str], needles: list[str], depths: list[float]) -> list[str]:
+    """``units`` with each needle inserted at its depth (fraction of the way through)."""
+    placed = sorted(zip((round(depth * len(units)) for depth in depths), range(len(needles))))
+    result, start = [], 0
+    for position, index in placed:
+        result.extend(units[start:position])
+        result.append(needles[index])
+        start = position
+    result.extend(units[start:])
+    return result
+
+
+def _niah(task: str, rng: random.Random, codec: TokenCodec, target_tokens: int | None, depth: float | None = None) -> Sample:
+    config = NIAH_CONFIGS[task]
+    taken: set[str] = set()
+    keys = _distinct(lambda: _draw(config.key_kind, rng), config.num_keys, taken)
+    values = [_distinct(lambda: _draw(config.value_kind, rng), config.num_values, taken) for _ in keys]
+    needles = [NEEDLE.format(value_type=config.value_kind, key=key, value=value) for key, key_values in zip(keys, values) for value in key_values]
+    rng.shuffle(needles)
+    if depth is not None and not 0.0 <= depth <= 1.0:
+        raise ValueError(f"depth must be a fraction of the haystack in [0, 1], got {depth!r}")
+    depths = [depth] if depth is not None else [percent / 100 for percent in rng.sample(DEPTH_GRID, len(needles))]
+    queries = keys[: config.num_queries]
+    answers = [value for key_values in values[: config.num_queries] for value in key_values]
+    # RULER: "a, b, c, and d" when several keys are asked for.
+    query = queries[0] if len(queries) == 1 else ", ".join(queries[:-1]) + ", and " + queries[-1]
+    template = prompt_template(task, query=query, value_type=config.value_kind, num_answers=len(answers))
+    if config.haystack == "noise":
+        build = lambda n: "\n".join(_insert_at_depths([NOISE_LINE] * n, needles, depths))  # noqa: E731
+    elif config.haystack == "essay":
+        start = rng.randrange(len(essay_sentences()))
+        build = lambda n: " ".join(_insert_at_depths(essay_slice(start, n), needles, depths))  # noqa: E731
+    else:
+        distractor_rng, distractors = random.Random(rng.random()), []
+
+        def build(n: int) -> str:
+            # Grown on demand and never redrawn, so a bigger haystack extends a smaller one.
+            while len(distractors) < n:
+                key, value = _distinct(lambda: _draw(config.key_kind, distractor_rng), 1, taken)[0], _draw(config.value_kind, distractor_rng)
+                distractors.append(NEEDLE.format(value_type=config.value_kind, key=key, value=value))
+            return "\n".join(_insert_at_depths(distractors[:n], needles, depths))
+
+    return fit_sample(
+        task=task, template=template, question=template.after.strip(), answers=answers, metric="all",
+        build_context=build, codec=codec, target_tokens=target_tokens,
+        # "depth" for one-needle tasks: the demo reports where its needle sits.
+        meta={"keys": keys, "queries": queries, "depths": depths, "haystack": config.haystack, **({"depth": depths[0]} if len(depths) == 1 else {})},
+    )
+
+
+def _vt(task: str, rng: random.Random, codec: TokenCodec, target_tokens: int | None, num_chains: int = 1, num_hops: int = 4) -> Sample:
+    if num_chains < 1 or num_hops < 1:
+        raise ValueError(f"vt needs num_chains >= 1 and num_hops >= 1, got {num_chains} and {num_hops}")
+    names = _distinct(lambda: "".join(rng.choices(string.ascii_uppercase, k=5)), num_chains * (num_hops + 1), set())
+    chain_values = _distinct(lambda: str(rng.randint(10_000, 99_999)), num_chains, set())
+    chains = [names[index * (num_hops + 1) : (index + 1) * (num_hops + 1)] for index in range(num_chains)]
+    # Each statement gets a fixed fraction of the haystack; a chain's fractions are sorted so it reads in order.
+    statements: list[tuple[float, int, str]] = []
+    for chain, value in zip(chains, chain_values):
+        lines = [f"VAR {chain[0]} = {value}"] + [f"VAR {after} = VAR {before}" for before, after in zip(chain, chain[1:])]
+        statements.extend((fraction, len(statements) + order, line) for order, (fraction, line) in enumerate(zip(sorted(rng.random() for _ in lines), lines)))
+    statements.sort()
+
+    def build(n: int) -> str:
+        return "\n".join(_insert_at_depths([NOISE_LINE] * n, [line for _, _, line in statements], [fraction for fraction, _, _ in statements]))
+
+    template = prompt_template(task, query=chain_values[0], num_values=num_hops + 1)
+    return fit_sample(
+        task=task, template=template, question=template.after.strip(), answers=chains[0], metric="all",
+        build_context=build, codec=codec, target_tokens=target_tokens,
+        meta={"chains": chains, "values": chain_values},
+    )
+
+
+def _zeta(alpha: float) -> float:
+    # Riemann zeta by direct sum plus the Euler-Maclaurin tail; alpha > 1.
+    terms = 1000
+    head = sum(k**-alpha for k in range(1, terms))
+    return head + terms ** (1 - alpha) / (alpha - 1) + terms**-alpha / 2
+
+
+def _fwe(task: str, rng: random.Random, codec: TokenCodec, target_tokens: int | None, alpha: float = 2.0, vocab_size: int = 2000, coded_word_length: int = 6) -> Sample:
+    if alpha <= 1 or vocab_size < 5 or coded_word_length < 2:
+        raise ValueError(f"fwe needs alpha > 1, vocab_size >= 5 and coded_word_length >= 2, got {alpha}, {vocab_size}, {coded_word_length}")
+    vocab = _distinct(lambda: "".join(rng.choices(string.ascii_lowercase, k=coded_word_length)), vocab_size, set())
+    vocab[0] = "..."  # RULER: the top rank is a noise token, never an answer
+    zeta = _zeta(alpha)
+    stream_seed = rng.random()
+
+    def counts(n: int) -> list[int]:
+        return [int(n * rank**-alpha / zeta) for rank in range(1, vocab_size + 1)]
+
+    def build(n: int) -> str:
+        stream = [word for word, count in zip(vocab, counts(n)) for _ in range(count)]
+        random.Random(stream_seed).shuffle(stream)
+        return " ".join(stream)
+
+    template = prompt_template(task, query="")
+    sample = fit_sample(
+        task=task, template=template, question=template.after.strip(), answers=vocab[1:4], metric="all",
+        build_context=build, codec=codec, target_tokens=target_tokens, meta={"alpha": alpha, "vocab_size": vocab_size},
+    )
+    top = counts(sample.meta["haystack_units"])
+    if not top[1] > top[2] > top[3] > top[4]:
+        raise ValueError(f"fwe: target_tokens={target_tokens} leaves too few words for three distinct most frequent words")
+    sample.meta["counts"] = dict(zip(vocab[:5], top[:5]))
+    return sample
+
+
+def generate_task(
+    task: str,
+    target_tokens: int | None,
+    *,
+    codec: TokenCodec,
+    num_samples: int = 1,
+    seed: int = 0,
+    **task_options: Any,
+) -> list[Sample]:
+    """``num_samples`` seeded records of ``task`` (one of :data:`TASKS`), each fitting ``target_tokens``.
+
+    Task options: ``depth`` (single-needle NIAH, fraction 0..1; default a random depth of
+    RULER's grid), ``num_chains``/``num_hops`` (vt, RULER defaults 1 and 4),
+    ``alpha``/``vocab_size``/``coded_word_length`` (fwe, RULER defaults 2.0, 2000, 6),
+    ``num_docs``/``kind`` (QA: a fixed document count in place of ``target_tokens``, and
+    ``"bridge"`` or ``"comparison"`` questions only).
+
+    >>> import tiktoken
+    >>> from langgraph_memagent.agents.tokenizers import TiktokenCodec
+    >>> codec = TiktokenCodec(tiktoken.Encoding("bytes", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}))
+    >>> [s.meta["length"] <= 3000 for s in generate_task("vt", 3000, codec=codec, num_samples=2)]
+    [True, True]
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of: {', '.join(TASKS)}")
+    unknown = set(task_options) - _TASK_OPTIONS[task]
+    if unknown:
+        allowed = ", ".join(sorted(_TASK_OPTIONS[task])) or "none"
+        raise TypeError(f"{task} takes no option(s) {', '.join(sorted(unknown))}; its options: {allowed}")
+    if target_tokens is not None and (not isinstance(target_tokens, int) or target_tokens < 1):
+        raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
+    if not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+    if task in MULTIHOP_TASKS:
+        from .multihop import multihop_sample as generator
+    else:
+        generator = _niah if task in NIAH_CONFIGS else {"vt": _vt, "fwe": _fwe}[task]
+    samples = []
+    for index in range(num_samples):
+        # A string seed goes through SHA-512 in random.seed: stable across runs and platforms.
+        rng = random.Random(f"{task}/{seed}/{index}")
+        sample = generator(task, rng, codec, target_tokens, **task_options)
+        sample.meta.update(seed=seed, sample_index=index, target_tokens=target_tokens, tokenizer=getattr(codec, "name", ""))
+        samples.append(sample)
+    return samples
 
 
 def niah_single_1(codec: TokenCodec, target_tokens: int, *, seed: int = 0, depth: float | None = None) -> Sample:
-    """A noise haystack of about ``target_tokens`` tokens with one needle at ``depth`` (0..1).
-
-    The haystack is sized by search so the document stays within ``target_tokens``
-    under ``codec``; ``depth`` defaults to a seeded uniform draw.
+    """One ``niah_single_1`` record (noise haystack, word key, 7-digit number); see :func:`generate_task`.
 
     >>> from langgraph_memagent.agents.tokenizers import TiktokenCodec
     >>> import tiktoken
     >>> codec = TiktokenCodec(tiktoken.Encoding("bytes", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}))
     >>> sample = niah_single_1(codec, 2000, seed=1)
-    >>> sample.answers[0] in sample.document, len(sample.document.encode()) <= 2000
+    >>> sample.answers[0] in sample.document, len(render_ruler_input(sample).encode()) <= 2000
     (True, True)
     """
-    if target_tokens < 64:
-        raise ValueError(f"target_tokens must be at least 64, got {target_tokens!r}")
-    rng = random.Random(seed)
-    key = f"{rng.choice(_words('adjectivelist.txt'))}-{rng.choice(_words('nounlist.txt'))}"
-    value = str(rng.randint(1_000_000, 9_999_999))
-    depth = rng.random() if depth is None else depth
-    needle = NEEDLE.format(key=key, value=value)
+    options = {} if depth is None else {"depth": depth}
+    return generate_task("niah_single_1", target_tokens, codec=codec, seed=seed, **options)[0]
 
-    def build(lines: int) -> str:
-        haystack = [NOISE_LINE] * lines
-        haystack.insert(round(depth * lines), needle)
-        return "\n".join(haystack)
 
-    def tokens(lines: int) -> int:
-        return len(encode_long(build(lines), codec))
+def render_ruler_input(sample: Sample) -> str:
+    """RULER's whole prompt for a record: its template with the document in place.
 
-    # Tokens grow linearly in lines: estimate, then search for the largest fit.
-    per_line = max(1, tokens(100) - tokens(0)) / 100
-    low, high = 0, int(target_tokens / per_line) + 2
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if tokens(middle) <= target_tokens else (low, middle - 1)
-    return Sample(
-        question=QUESTION.format(key=key),
-        document=build(low),
-        answers=[value],
-        task="niah_single_1",
-        meta={"depth": depth, "key": key, "seed": seed, "target_tokens": target_tokens},
-    )
+    Records of other sources (LoCoMo, MemAgent files) carry no template and render with
+    RULER's QA prompt around the document.
+    """
+    meta = sample.meta
+    if "prompt_before" in meta and "prompt_after" in meta:
+        return f"{meta['prompt_before']}{sample.document}{meta['prompt_after']}"
+    return prompt_template("qa", query=sample.question).render(sample.document)
+
+
+def _answer_prefix(sample: Sample) -> str:
+    return sample.meta.get("answer_prefix", _QA.answer_prefix)
+
+
+def _atomic_write(path: str | os.PathLike, lines: Iterable[str]) -> Path:
+    """Write through a temporary file in the same directory and rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            for line in lines:
+                file.write(line)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return path
+
+
+def write_ruler_jsonl(samples: Iterable[Sample], path: str | os.PathLike, *, layout: Literal["ruler", "memagent"] = "ruler") -> Path:
+    """Write RULER's JSON lines: the official generator's fields, or MemAgent's variant.
+
+    ``layout="ruler"``: ``index, input`` (whole prompt, haystack inside), ``outputs, length,
+    length_w_model_temp, answer_prefix, token_position_answer``. No chat template is applied
+    (RULER's ``base`` model template), so both lengths are the same. ``layout="memagent"``:
+    ``index, input`` (question only), ``context`` (the haystack), ``outputs, answer_prefix, length``.
+    ``length`` is the prompt's tokens plus RULER's generation budget, as RULER counts it.
+    """
+    if layout not in ("ruler", "memagent"):
+        raise ValueError(f"layout must be 'ruler' or 'memagent', got {layout!r}")
+
+    def lines() -> Iterable[str]:
+        for index, sample in enumerate(samples):
+            length = sample.meta.get("length")
+            if length is not None:
+                length += sample.meta.get("tokens_to_generate", 0)
+            if layout == "ruler":
+                record = {
+                    "index": index,
+                    "input": render_ruler_input(sample),
+                    "outputs": sample.answers,
+                    "length": length,
+                    "length_w_model_temp": length,
+                    "answer_prefix": _answer_prefix(sample),
+                    "token_position_answer": sample.meta.get("token_position_answer"),
+                }
+            else:
+                record = {
+                    "index": index,
+                    "input": sample.question,
+                    "context": sample.document,
+                    "outputs": sample.answers,
+                    "answer_prefix": _answer_prefix(sample),
+                    "length": length,
+                }
+            yield json.dumps(record, ensure_ascii=False) + "\n"
+
+    return _atomic_write(path, lines())
+
+
+def write_memagent_eval(samples: Iterable[Sample], path: str | os.PathLike) -> Path:
+    """Write MemAgent's ``eval_{N}.json``: a JSON list of ``{context, input, answers, num_docs, index}``.
+
+    ``num_docs`` comes from the record's meta (multi-document QA); other tasks write ``null``.
+    """
+
+    def lines() -> Iterable[str]:
+        yield "["
+        for index, sample in enumerate(samples):
+            record = {"context": sample.document, "input": sample.question, "answers": sample.answers, "num_docs": sample.meta.get("num_docs"), "index": index}
+            yield ("," if index else "") + "\n" + json.dumps(record, ensure_ascii=False)
+        yield "\n]\n"
+
+    return _atomic_write(path, lines())
+

@@ -1,0 +1,368 @@
+"""The full-context baseline: the whole document in one prompt, center-truncated to the window.
+
+This is the "plain model" of the MemAgent paper's comparisons (arXiv 2507.02259, figure
+5 and table 2): one call reads question + document and answers. The prompt mirrors
+MemAgent's final-answer prompt (same wording, same ``<problem> `` block, same
+``\\boxed{}`` or "the answer is" request), with the document where MemAgent has its
+memory, so a comparison isolates the memory mechanism rather than prompt wording.
+
+When the prompt would exceed ``max_input_tokens``, the document's tokens are
+center-truncated: the first and the last halves of the budget are kept, as in the
+paper's long-context baselines and the reference quick-start (which keeps the first and
+last 60K of 120K tokens). The output says so (``truncated``, ``dropped_tokens``);
+``truncation="error"`` refuses instead. Nothing is ever dropped silently.
+
+Graph: ``answer`` (one node: fit the prompt, call the model, extract the answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from ..agents.answers import extract_answer
+from ..agents.prompts import FinalPromptStyle, fill_template
+from ..agents.tokenizers import HFTokenCodec, TokenCodec, encode_long, resolve_tokenizer
+from ..graphs.memagent import ModelCallError, TokenUsage, _add_usage, _endpoint
+
+TruncationMode = Literal["center", "error"]
+
+# MemAgent's final prompt with "a previous memory" replaced by "a document". The
+# document fills the {chunk} placeholder: fill_template substitutes in one literal pass.
+FULL_CONTEXT_BOXED_TEMPLATE = """You are presented with a problem and a document. Please answer the problem based on the document and put the answer in \\boxed{{}}.
+
+<problem> 
+{prompt}
+</problem>
+
+<document>
+{chunk}
+</document>
+
+Your answer:
+"""
+
+FULL_CONTEXT_ANSWER_IS_TEMPLATE = """You are presented with a problem and a document. Please answer the problem based on the document and format your response as follows "Therefore, the answer is (insert answer here)".
+
+<problem> 
+{prompt}
+</problem>
+
+<document>
+{chunk}
+</document>
+
+Your answer:
+"""
+
+FULL_CONTEXT_TEMPLATES: dict[str, str] = {"boxed": FULL_CONTEXT_BOXED_TEMPLATE, "answer_is": FULL_CONTEXT_ANSWER_IS_TEMPLATE}
+
+
+class ContextOverflowError(ValueError):
+    """The prompt does not fit ``max_input_tokens`` and truncation was not allowed."""
+
+
+class FullContextInput(TypedDict):
+    """What a run takes (the same as MemAgent's)."""
+
+    question: str
+    document: str
+
+
+class FullContextOutput(TypedDict, total=False):
+    """What a run returns: MemAgent's contract plus what truncation did."""
+
+    question: str
+    answer: str | None  # extracted answer; None when the reply holds none
+    response: str  # raw reply
+    memory: str  # always "": this baseline keeps no memory
+    truncated: bool  # True when document tokens were dropped to fit the window
+    dropped_tokens: int  # document tokens removed from the middle
+    document_tokens: int  # document length under the chunking tokenizer
+    prompt_tokens: int  # counted prompt length, chat template included when known
+    usage: TokenUsage
+
+
+class FullContextState(FullContextOutput, total=False):
+    document: str  # input only; cleared once the prompt is built
+
+
+def validated_inputs(state: dict[str, Any]) -> tuple[str, str]:
+    """The run's question and document, or a clear error naming the bad field."""
+    question, document = state.get("question"), state.get("document")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
+    if not isinstance(document, str) or not document.strip():
+        shown = document if not isinstance(document, str) else document[:40]
+        raise ValueError(f"input 'document' must be a non-empty string, got {shown!r}")
+    return question, document
+
+
+def full_context_prompt(question: str, document: str, style: FinalPromptStyle = "boxed") -> str:
+    """The one user message of the full-context baseline (literal substitution).
+
+    >>> print(full_context_prompt("Who?", "{prompt} </document> Ann.").splitlines()[-4])
+    {prompt} </document> Ann.
+    """
+    if style not in FULL_CONTEXT_TEMPLATES:
+        raise ValueError(f"final_prompt style must be one of {sorted(FULL_CONTEXT_TEMPLATES)}, got {style!r}")
+    return fill_template(FULL_CONTEXT_TEMPLATES[style], prompt=question, chunk=document)
+
+
+def chat_template_tokens(codec: TokenCodec, probe: str = "x") -> int:
+    """Tokens the chat template adds around one user message (0 when the codec has none).
+
+    Measured with the tokenizer's own chat template (as local backends and vLLM apply
+    it, generation prompt included). A tiktoken codec has no template: leave room for
+    the server's few framing tokens in ``max_input_tokens`` yourself.
+    """
+    tokenizer = codec.tokenizer if isinstance(codec, HFTokenCodec) else None
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return 0
+    framed = tokenizer.apply_chat_template(
+        [{"role": "user", "content": probe}], add_generation_prompt=True, tokenize=True, return_dict=False
+    )
+    return len(framed) - len(encode_long(probe, codec))
+
+
+@dataclass(frozen=True)
+class FittedPrompt:
+    """A full-context prompt that fits the budget, and what fitting it cost."""
+
+    prompt: str
+    prompt_tokens: int
+    document_tokens: int
+    dropped_tokens: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped_tokens > 0
+
+
+def fit_full_context_prompt(
+    question: str,
+    document: str,
+    *,
+    codec: TokenCodec,
+    max_input_tokens: int,
+    truncation: TruncationMode = "center",
+    style: FinalPromptStyle = "boxed",
+    chat_tokens: int = 0,
+) -> FittedPrompt:
+    """Build the prompt; center-truncate the document's tokens if it exceeds ``max_input_tokens``.
+
+    Prompt length is counted on the final text (template + question + document, plus
+    ``chat_tokens`` of chat framing), so boundary merges cannot push it over. Keeps the
+    first ``ceil(keep / 2)`` and the last ``floor(keep / 2)`` document tokens, shrinking
+    ``keep`` until the prompt fits.
+
+    >>> import tiktoken
+    >>> from langgraph_memagent.agents.tokenizers import TiktokenCodec
+    >>> codec = TiktokenCodec(tiktoken.Encoding("bytes", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}))
+    >>> fitted = fit_full_context_prompt("Q?", "a" * 500 + "b" * 500, codec=codec, max_input_tokens=400)
+    >>> fitted.prompt_tokens <= 400, fitted.dropped_tokens, "ab" in fitted.prompt
+    (True, 794, True)
+    """
+    if truncation not in ("center", "error"):
+        raise ValueError(f"truncation must be 'center' or 'error', got {truncation!r}")
+
+    def count(prompt: str) -> int:
+        return len(encode_long(prompt, codec)) + chat_tokens
+
+    document_ids = encode_long(document, codec)
+    prompt = full_context_prompt(question, document, style)
+    prompt_tokens = count(prompt)
+    if prompt_tokens <= max_input_tokens:
+        return FittedPrompt(prompt, prompt_tokens, len(document_ids), 0)
+    fixed_tokens = count(full_context_prompt(question, "", style))
+    if truncation == "error":
+        raise ContextOverflowError(
+            f"the prompt has {prompt_tokens} tokens (document {len(document_ids)}), more than "
+            f"max_input_tokens={max_input_tokens}; pass truncation='center' to keep the document's first and last "
+            f"{max(0, max_input_tokens - fixed_tokens)} tokens, or use a model with a longer window"
+        )
+    if fixed_tokens > max_input_tokens:
+        raise ContextOverflowError(
+            f"the prompt without any document already has {fixed_tokens} tokens, more than "
+            f"max_input_tokens={max_input_tokens}: shorten the question or raise max_input_tokens"
+        )
+    keep = min(max_input_tokens - fixed_tokens, len(document_ids))
+    while True:
+        head, tail = keep - keep // 2, keep // 2
+        kept_ids = document_ids[:head] + (document_ids[-tail:] if tail else [])
+        prompt = full_context_prompt(question, codec.decode_batch([kept_ids])[0], style)
+        prompt_tokens = count(prompt)
+        if prompt_tokens <= max_input_tokens or keep == 0:
+            break
+        # Re-encoding the joined text can merge or split tokens at the seams: shrink by the overshoot.
+        keep = max(0, keep - (prompt_tokens - max_input_tokens))
+    return FittedPrompt(prompt, prompt_tokens, len(document_ids), len(document_ids) - keep)
+
+
+def call_model(model: Any, prompt: str, step: str, endpoint_of: Any) -> BaseMessage:
+    """One single-user-message call; failures name the step and the endpoint."""
+    try:
+        return model.invoke([HumanMessage(prompt)])
+    except Exception as error:
+        raise ModelCallError(f"{step}: model call to {_endpoint(endpoint_of)} failed: {type(error).__name__}: {error}") from error
+
+
+async def acall_model(model: Any, prompt: str, step: str, endpoint_of: Any) -> BaseMessage:
+    """Async twin of :func:`call_model`."""
+    try:
+        return await model.ainvoke([HumanMessage(prompt)])
+    except Exception as error:
+        raise ModelCallError(f"{step}: model call to {_endpoint(endpoint_of)} failed: {type(error).__name__}: {error}") from error
+
+
+def answer_update(reply: BaseMessage, style: FinalPromptStyle) -> dict[str, Any]:
+    """The output keys every single-call baseline derives from its reply."""
+    return {
+        "response": reply.text,
+        "answer": extract_answer(reply.text, style),
+        "usage": _add_usage({"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, reply),
+    }
+
+
+class _FullContextSteps:
+    def __init__(
+        self,
+        model: BaseChatModel,
+        codec: TokenCodec,
+        *,
+        max_input_tokens: int,
+        answer_tokens: int,
+        truncation: TruncationMode,
+        final_prompt: FinalPromptStyle,
+    ):
+        self.model = model
+        self.answer_model = model.bind(max_tokens=answer_tokens)
+        self.codec = codec
+        self.max_input_tokens = max_input_tokens
+        self.truncation = truncation
+        self.final_prompt = final_prompt
+        self.chat_tokens = chat_template_tokens(codec)
+
+    def _fit(self, state: FullContextState) -> FittedPrompt:
+        question, document = validated_inputs(state)
+        return fit_full_context_prompt(
+            question,
+            document,
+            codec=self.codec,
+            max_input_tokens=self.max_input_tokens,
+            truncation=self.truncation,
+            style=self.final_prompt,
+            chat_tokens=self.chat_tokens,
+        )
+
+    def _update(self, fitted: FittedPrompt, reply: BaseMessage) -> dict[str, Any]:
+        return {
+            "document": "",
+            "memory": "",
+            "truncated": fitted.truncated,
+            "dropped_tokens": fitted.dropped_tokens,
+            "document_tokens": fitted.document_tokens,
+            "prompt_tokens": fitted.prompt_tokens,
+            **answer_update(reply, self.final_prompt),
+        }
+
+    def answer(self, state: FullContextState) -> dict[str, Any]:
+        fitted = self._fit(state)
+        return self._update(fitted, call_model(self.answer_model, fitted.prompt, "full-context answer", self.model))
+
+    async def aanswer(self, state: FullContextState) -> dict[str, Any]:
+        # Tokenizing a long document is CPU work: keep it off the event loop.
+        fitted = await asyncio.to_thread(self._fit, state)
+        reply = await acall_model(self.answer_model, fitted.prompt, "full-context answer", self.model)
+        return self._update(fitted, reply)
+
+
+def _positive_tokens(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer number of tokens, got {value!r}")
+    return value
+
+
+def _model_window_budget(model: BaseChatModel, answer_tokens: int) -> int:
+    """The local model's context window minus the answer budget; other models must say."""
+    from ..agents.local_model import LocalChatModel
+
+    if not isinstance(model, LocalChatModel):
+        raise ValueError(
+            f"max_input_tokens is required for {type(model).__name__} (only a LocalChatModel reports its window): "
+            "pass build_full_context_graph(model, max_input_tokens=<context window - answer_tokens>), "
+            "e.g. max_input_tokens=7168 for an 8K window with answer_tokens=1024"
+        )
+    window = model.engine.model.config.max_position_embeddings
+    if window <= answer_tokens:
+        raise ValueError(f"answer_tokens={answer_tokens} leaves no room in the model's {window}-token window")
+    return window - answer_tokens
+
+
+def build_full_context_graph(
+    model: BaseChatModel,
+    *,
+    max_input_tokens: int | None = None,
+    answer_tokens: int = 1024,
+    tokenizer: Any = None,
+    truncation: TruncationMode = "center",
+    final_prompt: FinalPromptStyle = "boxed",
+    name: str = "full_context",
+) -> CompiledStateGraph:
+    """Build the full-context baseline (whole document, one call) as a compiled LangGraph graph.
+
+    Args:
+        model: any LangChain chat model (``load_chat_model("smollm2-135m")``, a
+            ``ChatOpenAI`` pointed at ``vllm serve``, ...).
+        max_input_tokens: prompt budget in tokens. Default for a ``LocalChatModel``:
+            its window (``max_position_embeddings``) minus ``answer_tokens``, 7168 for
+            SmolLM2-135M; required for every other model.
+        answer_tokens: generation limit of the answer (MemAgent paper: 1024).
+        tokenizer: tokenizer that counts and truncates; defaults to the model's own
+            (local backends). See :func:`~langgraph_memagent.agents.tokenizers.resolve_tokenizer`.
+        truncation: ``"center"`` keeps the document's first and last tokens (the paper's
+            baselines); ``"error"`` raises :class:`ContextOverflowError` instead.
+        final_prompt: ``"boxed"`` (paper) or ``"answer_is"``, as in MemAgent.
+        name: graph name.
+
+    Returns:
+        A compiled graph. Input ``{"question", "document"}``; output ``answer``,
+        ``response``, ``usage``, ``memory`` (always ``""``), ``truncated``,
+        ``dropped_tokens``, ``document_tokens`` and ``prompt_tokens``.
+
+    Example:
+        >>> from langgraph_memagent import load_chat_model
+        >>> graph = build_full_context_graph(load_chat_model("smollm2-135m"))   # doctest: +SKIP
+        >>> result = graph.invoke({"question": "What is the magic number?",      # doctest: +SKIP
+        ...                        "document": open("haystack.txt").read()})
+        >>> result["truncated"], result["dropped_tokens"]                        # doctest: +SKIP
+        (True, 8834)
+    """
+    answer_tokens = _positive_tokens("answer_tokens", answer_tokens)
+    if truncation not in ("center", "error"):
+        raise ValueError(f"truncation must be 'center' or 'error', got {truncation!r}")
+    if final_prompt not in FULL_CONTEXT_TEMPLATES:
+        raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
+    if max_input_tokens is None:
+        max_input_tokens = _model_window_budget(model, answer_tokens)
+    max_input_tokens = _positive_tokens("max_input_tokens", max_input_tokens)
+    steps = _FullContextSteps(
+        model,
+        resolve_tokenizer(tokenizer, model),
+        max_input_tokens=max_input_tokens,
+        answer_tokens=answer_tokens,
+        truncation=truncation,
+        final_prompt=final_prompt,
+    )
+    builder = StateGraph(FullContextState, input_schema=FullContextInput, output_schema=FullContextOutput)
+    builder.add_node("answer", RunnableCallable(steps.answer, steps.aanswer, trace=False))
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(name=name)

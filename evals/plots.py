@@ -1,0 +1,122 @@
+"""Accuracy-vs-length and cost-vs-length plots of a comparison (matplotlib, Agg, PNG).
+
+One line per graph with markers, a log2 length axis labelled 4K, 8K, ... and a dashed
+vertical line at the model's context window when it is known: the picture of the
+MemAgent paper's figure 5 (accuracy) and figure 7 (cost).
+
+Figures are drawn on :class:`matplotlib.figure.Figure` objects, never through
+``pyplot``, so no global backend or GUI state is touched.
+
+>>> from langgraph_memagent.evals.harness import Cell
+>>> cells = [Cell("niah_single_1", "memagent", "4K", 4096, 2, 0, 100.0, 5.0, 6000.0, 80.0, 12.5, 1e12)]
+>>> plot_accuracy(cells, "accuracy.png", title="niah_single_1")   # doctest: +SKIP
+PosixPath('accuracy.png')
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter, LogLocator, NullLocator
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from .harness import Cell
+
+_MARKERS = "osD^vP*X"
+
+
+def _graphs(cells: Sequence["Cell"]) -> list[str]:
+    return list(dict.fromkeys(cell.graph for cell in cells))
+
+
+def _length_axis(axes: "Axes", cells: Sequence["Cell"], context_window: int | None) -> None:
+    """Log2 x axis with a tick per compared length, and the context window as a dashed line."""
+    from .harness import format_tokens
+
+    positions: dict[float, str] = {}
+    for cell in cells:
+        # Generated lengths are labelled 4K, 8K ...; data files by their mean document size.
+        positions.setdefault(cell.length_tokens, format_tokens(cell.length_tokens))
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(sorted(positions), [positions[x] for x in sorted(positions)])
+    axes.minorticks_off()
+    axes.set_xlabel("document length (tokens)")
+    low, high = min(positions), max(positions)
+    # Half an octave of margin keeps edge markers off the frame.
+    axes.set_xlim(low / 2**0.5, high * 2**0.5)
+    if context_window and low / 2 <= context_window <= high * 2:
+        # Named in the legend rather than written on the plot, where it would cross lines.
+        axes.axvline(context_window, color="0.4", linestyle="--", linewidth=1.2, zorder=1,
+                     label=f"context window ({format_tokens(context_window)})")
+    axes.grid(True, which="major", alpha=0.3)
+
+
+def _lines(axes: "Axes", cells: Sequence["Cell"], value: Callable[["Cell"], float | None]) -> bool:
+    """One line per graph; returns whether anything was drawn."""
+    drawn = False
+    for number, graph in enumerate(_graphs(cells)):
+        points = sorted((c.length_tokens, value(c)) for c in cells if c.graph == graph and value(c) is not None)
+        if points:
+            xs, ys = zip(*points)
+            axes.plot(xs, ys, marker=_MARKERS[number % len(_MARKERS)], linewidth=1.8, markersize=6, label=graph, zorder=3)
+            drawn = True
+    return drawn
+
+
+def plot_accuracy(cells: Sequence["Cell"], path: str | Path, *, title: str, context_window: int | None = None) -> Path:
+    """Accuracy (%) against document length, one line per graph; writes a PNG and returns its path."""
+    figure = Figure(figsize=(7, 4.5), dpi=120, layout="constrained")
+    axes = figure.add_subplot()
+    _lines(axes, cells, lambda cell: cell.accuracy)
+    _length_axis(axes, cells, context_window)
+    axes.set_ylim(-3, 103)
+    axes.set_ylabel("accuracy (%)")
+    samples = sorted({cell.samples for cell in cells})
+    per_point = f"{samples[0]}" if len(samples) == 1 else f"{samples[0]}-{samples[-1]}"
+    axes.set_title(f"{title}\naccuracy, {per_point} samples per point", fontsize=11)
+    axes.legend(loc="best", frameon=False)
+    path = Path(path)
+    figure.savefig(path)
+    return path
+
+
+_COST_PANELS: tuple[tuple[str, str], ...] = (
+    ("flops", "estimated FLOPs per sample"),
+    ("prompt_tokens", "prompt tokens per sample"),
+    ("seconds", "wall time per sample (s)"),
+)
+
+
+def plot_cost(cells: Sequence["Cell"], path: str | Path, *, title: str, context_window: int | None = None) -> Path:
+    """Cost against document length: estimated FLOPs, prompt tokens and wall time per sample.
+
+    Log-log panels, so linear growth (MemAgent) and quadratic growth (full context) show
+    as straight lines of slope 1 and 2. A panel without data says so instead of staying blank.
+    """
+    figure = Figure(figsize=(13, 4.2), dpi=120, layout="constrained")
+    panels = figure.subplots(1, len(_COST_PANELS))
+    for axes, (name, label) in zip(panels, _COST_PANELS):
+        if _lines(axes, cells, lambda cell, name=name: getattr(cell, name)):
+            axes.set_yscale("log")
+            # 1-2-5 ticks with SI prefixes (5k, 2G, ...): a plain log axis labels only whole
+            # decades and leaves a narrower range with no numbers at all.
+            axes.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axes.yaxis.set_major_formatter(EngFormatter(sep=""))
+            axes.yaxis.set_minor_locator(NullLocator())
+        else:
+            axes.set_yticks([])
+            message = "no FLOP model known:\npass --flops-model" if name == "flops" else "no data"
+            axes.text(0.5, 0.5, message, transform=axes.transAxes, ha="center", va="center", color="0.4")
+        _length_axis(axes, cells, context_window)
+        axes.set_title(label, fontsize=10)
+    # The panel with the most lines (the FLOPs panel may be empty) lends its handles to the legend.
+    handles, labels = max((axes.get_legend_handles_labels() for axes in panels), key=lambda pair: len(pair[0]))
+    figure.legend(handles, labels, loc="outside right center", frameon=False)
+    figure.suptitle(f"{title}: cost per sample", fontsize=11)
+    path = Path(path)
+    figure.savefig(path)
+    return path

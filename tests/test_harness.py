@@ -1,0 +1,391 @@
+"""The comparison harness: resume, per-call cost, errors, tables, plots, CLI errors, one real run.
+
+Control flow runs on the scripted model (a perfect needle reader whose usage is counted
+in whitespace tokens) over generated niah_single_1 haystacks under a byte-level codec;
+one test runs the real embedded SmolLM2-135M through the Python API.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import struct
+
+import pytest
+import tiktoken
+from scripted_model import ScriptedChatModel, memory, section
+
+from langgraph_memagent.agents.tokenizers import TiktokenCodec
+from langgraph_memagent.cli import main
+from langgraph_memagent.evals import harness
+from langgraph_memagent.evals.harness import (
+    BackendUnavailable,
+    CallRecorder,
+    ComparisonConfig,
+    ComparisonError,
+    GraphOptions,
+    parse_length,
+    read_results,
+    run_comparison,
+    write_report,
+)
+
+BYTES = TiktokenCodec(
+    tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
+)
+SMALL = GraphOptions(chunk_tokens=300, memory_tokens=64, answer_tokens=16)
+
+
+# The period marks a whole number; \s* because the graph strips the memory a cut needle ends in.
+RULER_NEEDLE = re.compile(r"special magic numbers for [\w-]+ is:\s*(\d+)\.")
+
+
+def needle_reader(prompt: str) -> str:
+    """A perfect reader of RULER needles: keeps the number once seen, boxes it at the end.
+
+    Without the number, memory keeps the section's tail, so a needle cut by a chunk
+    boundary is still found. A prompt without memory (full context) is read whole.
+    """
+    if "<memory>" not in prompt:
+        found = RULER_NEEDLE.search(prompt)
+        return f"\\boxed{{{found.group(1)}}}" if found else "I do not know."
+    if "<section>" in prompt:
+        previous = memory(prompt)
+        if previous.startswith("The number is"):
+            return previous
+        text = previous.removeprefix("tail: ") + section(prompt)
+        found = RULER_NEEDLE.search(text)
+        return f"The number is {found.group(1)}" if found else "tail: " + text[-120:]
+    found = re.search(r"The number is (\d+)", memory(prompt))
+    return f"\\boxed{{{found.group(1)}}}" if found else "I do not know."
+
+
+def scripted(responder=needle_reader) -> ScriptedChatModel:
+    return ScriptedChatModel(responder=responder)
+
+
+def config(tmp_path, **overrides) -> ComparisonConfig:
+    settings = dict(
+        graphs=("memagent",), task="niah_single_1", lengths=(600, 1200), samples=2, out=tmp_path / "out",
+        model="scripted", tokenizer=BYTES, graph_options=SMALL, concurrency=3, progress=False,
+    )
+    return ComparisonConfig(**{**settings, **overrides})
+
+
+def calls_per_sample(document_bytes: int) -> int:
+    """MemAgent's calls on a document: one per chunk plus the final answer."""
+    return -(-document_bytes // SMALL.chunk_tokens) + 1
+
+
+# lengths ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "tokens"), [("4k", 4096), ("4K", 4096), ("4096", 4096), ("1M", 1048576), ("0.5k", 512)])
+def test_lengths_spelled_like_ruler(text, tokens):
+    assert parse_length(text) == tokens
+
+
+@pytest.mark.parametrize("text", ["4kb", "four", "", "-4k", "0", "1.3"])
+def test_bad_length_names_the_value(text):
+    with pytest.raises(ComparisonError, match=re.escape(repr(text))):
+        parse_length(text)
+
+
+# running and resuming ---------------------------------------------------------------------
+
+
+def test_run_scores_every_sample_and_records_each_call(tmp_path):
+    model = scripted()
+    result = run_comparison(config(tmp_path), model)
+    records = read_results(result.results)
+    assert len(records) == 4  # 1 graph x 2 lengths x 2 samples
+    for record in records:
+        assert record["error"] is None
+        assert record["score"] == 1.0 and record["scored"] == "answer"  # the scripted reader boxes the needle
+        assert record["metric"] == "string_match_all"
+        assert record["llm_calls"] == calls_per_sample(record["document_tokens"]) == record["graph_usage"]["llm_calls"]
+        assert record["prompt_tokens"] == record["graph_usage"]["input_tokens"]
+        assert record["completion_tokens"] == record["graph_usage"]["output_tokens"]
+    # Per call: the scripted model reports whitespace tokens of each prompt and reply.
+    recorded = sorted(p for record in records for p, _ in record["calls"])
+    assert recorded == sorted(len(prompt.split()) for prompt in model.prompts)
+    assert {record["length"] for record in records} == {"600", "1.17K"}
+
+
+def test_resume_runs_only_missing_samples(tmp_path, monkeypatch):
+    model = scripted()
+    first = run_comparison(config(tmp_path), model)
+    lines = first.results.read_text().splitlines(keepends=True)
+    kept = lines[:2]
+    lost = [json.loads(line) for line in lines[2:]]
+    # A kill mid-write leaves a torn last line.
+    first.results.write_text("".join(kept) + lines[2][: len(lines[2]) // 2])
+    calls_before = len(model.prompts)
+    # Samples come from the cache: generating again would be a bug.
+    monkeypatch.setattr("langgraph_memagent.evals.ruler.generate_task", lambda *a, **k: pytest.fail("regenerated"))
+    second = run_comparison(config(tmp_path), model)
+    assert len(model.prompts) - calls_before == sum(record["llm_calls"] for record in lost)
+    records = read_results(second.results)
+    assert len(records) == 4 and all(record["score"] == 1.0 for record in records)
+    assert all(json.loads(line) for line in second.results.read_text().splitlines())  # torn line cut
+    # A third run has nothing left to do.
+    calls_before = len(model.prompts)
+    run_comparison(config(tmp_path), model)
+    assert len(model.prompts) == calls_before
+
+
+def test_more_graphs_or_lengths_reuse_finished_samples(tmp_path):
+    model = scripted()
+    run_comparison(config(tmp_path, lengths=(600,)), model)
+    calls_before = len(model.prompts)
+    result = run_comparison(config(tmp_path, lengths=(600, 1200)), model)
+    assert len(read_results(result.results)) == 4
+    new = [r for r in read_results(result.results) if r["length_tokens"] == 1200]
+    assert len(model.prompts) - calls_before == sum(r["llm_calls"] for r in new)
+
+
+def test_data_files_instead_of_generated_tasks(tmp_path):
+    from langgraph_memagent.evals.ruler import generate_task, write_memagent_eval
+
+    for tokens in (1200, 600):  # written out of order: the glob sorts eval_600 first
+        write_memagent_eval(generate_task("niah_single_1", tokens, codec=BYTES, num_samples=2, seed=tokens), tmp_path / f"eval_{tokens}.json")
+    model = scripted()
+    settings = dict(data=(str(tmp_path / "eval_*.json"),), task=None, lengths=())
+    result = run_comparison(config(tmp_path, **settings), model)
+    records = read_results(result.results)
+    assert sorted((r["length"], r["index"]) for r in records) == [("eval_1200", 0), ("eval_1200", 1), ("eval_600", 0), ("eval_600", 1)]
+    assert all(r["seed"] is None and r["source"].endswith(f"{r['length']}.json") and r["score"] == 1.0 for r in records)
+    assert [cell.length for cell in result.cells] == ["eval_600", "eval_1200"]
+    # A data file's place on the length axis is its mean document size.
+    assert result.cells[0].length_tokens == sum(r["document_tokens"] for r in records if r["length"] == "eval_600") / 2
+    calls = len(model.prompts)
+    run_comparison(config(tmp_path, **settings), model)
+    assert len(model.prompts) == calls
+
+
+def test_graphs_share_samples_and_context_window_bounds_full_context(tmp_path):
+    # A scripted model reports no window: the one given for the plots becomes full context's budget.
+    result = run_comparison(config(tmp_path, graphs=("memagent", "full_context"), lengths=(600, 1200), samples=1, context_window=800), scripted())
+    records = read_results(result.results)
+    by_graph = {graph: sorted((r["length"], r["sample_id"]) for r in records if r["graph"] == graph) for graph in ("memagent", "full_context")}
+    assert by_graph["memagent"] == by_graph["full_context"] and len(by_graph["memagent"]) == 2
+    full = {r["length"]: r for r in records if r["graph"] == "full_context"}
+    assert full["600"]["llm_calls"] == 1 and full["600"]["error"] is None and full["600"]["score"] == 1.0
+    # 1200 tokens do not fit 800 - 16 answer tokens: full context center-truncates, MemAgent reads it all.
+    assert full["600"]["details"]["truncated"] is False and full["1.17K"]["details"]["truncated"] is True
+    memagent = next(r for r in records if r["graph"] == "memagent" and r["length"] == "1.17K")
+    assert memagent["details"]["chunks_read"] == memagent["details"]["num_chunks"] == memagent["llm_calls"] - 1
+    assert "| full_context |" in result.markdown
+
+
+def test_another_configuration_in_the_same_directory_is_refused(tmp_path):
+    run_comparison(config(tmp_path, lengths=(600,), samples=1), scripted())
+    with pytest.raises(ComparisonError, match="chunk_tokens.*new --out"):
+        run_comparison(config(tmp_path, lengths=(600,), samples=1, graph_options=GraphOptions(chunk_tokens=200)), scripted())
+
+
+def test_failing_sample_records_its_error_and_the_run_goes_on(tmp_path):
+    def flaky(prompt: str) -> str:
+        if "<section>" in prompt and "special magic number" in prompt:
+            raise RuntimeError("model crashed on the needle chunk")
+        return needle_reader(prompt)
+
+    result = run_comparison(config(tmp_path, lengths=(600,), samples=2), scripted(flaky))
+    records = read_results(result.results)
+    assert len(records) == 2
+    for record in records:
+        assert record["score"] == 0.0 and record["scored"] is None
+        assert "model crashed on the needle chunk" in record["error"]
+    rows = list(csv.DictReader((result.out / "accuracy.csv").open()))
+    assert rows == [{"task": "niah_single_1", "graph": "memagent", "600": "0.0", "errors": "2", "samples": "2"}]
+    assert "| memagent | 0.00 | 2 |" in (result.out / "summary.md").read_text()
+    # Errors count as finished (and wrong) unless retried.
+    model = scripted()
+    run_comparison(config(tmp_path, lengths=(600,), samples=2), model)
+    assert model.prompts == []
+    run_comparison(config(tmp_path, lengths=(600,), samples=2, retry_errors=True), model)
+    assert all(r["error"] is None and r["score"] == 1.0 for r in read_results(result.results))
+
+
+def test_backend_down_stops_the_run_without_recording_samples(tmp_path):
+    def refused(prompt: str) -> str:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    with pytest.raises(BackendUnavailable, match="unreachable.*Connection refused"):
+        run_comparison(config(tmp_path, lengths=(600,), samples=2), scripted(refused))
+    assert read_results(tmp_path / "out" / "results.jsonl") == []  # a re-run retries them all
+
+
+def test_call_recorder_reads_usage_of_each_call():
+    recorder = CallRecorder()
+    model = scripted(lambda prompt: "two words")
+    model.invoke("one two three", config={"callbacks": [recorder]})
+    model.invoke("four", config={"callbacks": [recorder]})
+    assert recorder.calls == [[3, 2], [1, 2]]
+
+
+def test_unknown_graph_lists_the_known_ones(tmp_path):
+    with pytest.raises(ComparisonError, match=r"\['sumer'\].*memagent, full_context, rag"):
+        config(tmp_path, graphs=("memagent", "sumer"))
+
+
+def test_unknown_task_lists_the_tasks(tmp_path):
+    with pytest.raises(ComparisonError, match=r"\['niah_single_9'\].*niah_single_1"):
+        config(tmp_path, task="niah_single_9")
+
+
+# tables and plots from a hand-made results file --------------------------------------------
+
+
+def _line(graph, length, tokens, index, score, *, error=None, calls=((100, 10),), seconds=1.0):
+    calls = [list(call) for call in calls]
+    return {
+        "graph": graph, "task": "niah_single_1", "length": length, "index": index, "seed": 0,
+        "length_tokens": tokens, "document_tokens": tokens - 10, "model": "smollm2-135m",
+        "score": score, "calls": calls, "llm_calls": len(calls), "seconds": seconds, "error": error,
+        "prompt_tokens": sum(p for p, _ in calls), "completion_tokens": sum(c for _, c in calls),
+    }
+
+
+@pytest.fixture
+def hand_made(tmp_path):
+    lines = [
+        _line("memagent", "4K", 4096, 0, 1.0, calls=((1200, 100), (1300, 100), (300, 20))),
+        _line("memagent", "4K", 4096, 1, 0.5, calls=((1200, 100), (1300, 120), (300, 20)), seconds=3.0),
+        _line("memagent", "8K", 8192, 0, 1.0, calls=((1200, 100),) * 5 + ((300, 20),)),
+        _line("memagent", "8K", 8192, 1, 0.0, error="ModelCallError: boom", calls=()),
+        _line("full_context", "4K", 4096, 0, 1.0, calls=((4000, 10),)),
+        _line("full_context", "4K", 4096, 1, 1.0, calls=((4000, 12),)),
+        _line("full_context", "8K", 8192, 0, 0.0, calls=((7100, 10),)),
+        _line("full_context", "8K", 8192, 1, 0.0, calls=((7100, 10),)),
+    ]
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return out
+
+
+def test_tables_from_a_results_file(hand_made):
+    result = write_report(hand_made, flops_model=None, context_window=8192)
+    rows = list(csv.DictReader((hand_made / "accuracy.csv").open()))
+    assert rows == [
+        {"task": "niah_single_1", "graph": "memagent", "4K": "75.0", "8K": "50.0", "errors": "1", "samples": "4"},
+        {"task": "niah_single_1", "graph": "full_context", "4K": "100.0", "8K": "0.0", "errors": "0", "samples": "4"},
+    ]
+    cost = {(row["graph"], row["length"]): row for row in csv.DictReader((hand_made / "cost.csv").open())}
+    # Means over the samples that finished: the failed 8K memagent sample is left out of cost.
+    assert cost["memagent", "4K"]["llm_calls"] == "3.0"
+    assert cost["memagent", "4K"]["prompt_tokens"] == "2800.0"
+    assert cost["memagent", "4K"]["completion_tokens"] == "230.0"
+    assert cost["memagent", "4K"]["seconds"] == "2.0"
+    assert cost["memagent", "8K"]["prompt_tokens"] == "6300.0" and cost["memagent", "8K"]["errors"] == "1"
+    assert cost["full_context", "4K"]["flops"] == ""  # no FLOP model given
+    summary = (hand_made / "summary.md").read_text()
+    assert "| graph | 4K | 8K | errors |" in summary
+    assert "| memagent | 75.00 | 50.00 | 1 |" in summary
+    assert "| full_context | 100.00 | 0.00 | 0 |" in summary
+    assert "| memagent | 4K | 2 | 3.0 | 2,800.0 | 230.0 | 2.00 | n/a |" in summary
+    assert result.markdown == summary
+
+
+def test_flops_are_summed_per_call(hand_made):
+    from langgraph_memagent.evals.flops import estimate_call_flops, flops_config
+
+    smollm2 = flops_config("smollm2-135m")
+    cells = {(c.graph, c.length): c for c in write_report(hand_made, flops_model="smollm2-135m").cells}
+    memagent = [(1200, 100), (1300, 100), (300, 20)], [(1200, 100), (1300, 120), (300, 20)]
+    expected = sum(estimate_call_flops(smollm2, p, c) for calls in memagent for p, c in calls) / 2
+    assert cells["memagent", "4K"].flops == pytest.approx(expected)
+    # Attention is quadratic per call: one 4K-token call costs more than the same tokens split in three.
+    one_call = estimate_call_flops(smollm2, 2800, 230)
+    assert one_call > expected
+    assert cells["memagent", "8K"].flops == pytest.approx(sum(estimate_call_flops(smollm2, p, c) for p, c in [(1200, 100)] * 5 + [(300, 20)]))
+
+
+def _png_size(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_plots_are_written(hand_made):
+    result = write_report(hand_made, flops_model=None, context_window=8192)
+    pngs = [path for path in result.files if path.suffix == ".png"]
+    assert [path.name for path in pngs] == ["niah_single_1_accuracy.png", "niah_single_1_cost.png"]
+    for path in pngs:
+        width, height = _png_size(path)
+        assert 600 <= width <= 2000 and 400 <= height <= 1000, (path, width, height)
+        assert path.stat().st_size > 20_000  # lines, labels and legend, not an empty frame
+
+
+# the command line ---------------------------------------------------------------------------
+
+
+def _cli_error(capsys, argv, *needles):
+    code = main(["compare", *argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_cli_unknown_graph(capsys, tmp_path):
+    _cli_error(capsys, ["--graphs", "memagent,agemem", "--out", str(tmp_path)], "'agemem'", "memagent, full_context, rag")
+
+
+def test_cli_bad_length(capsys, tmp_path):
+    _cli_error(capsys, ["--lengths", "4k,8kb", "--out", str(tmp_path)], "'8kb'", "4096, 4k")
+
+
+def test_cli_data_with_task(capsys, tmp_path):
+    data = tmp_path / "eval_50.json"
+    data.write_text("[]")
+    _cli_error(capsys, ["--data", str(data), "--task", "niah_single_1"], "--data replaces --task")
+
+
+def test_cli_missing_data_file(capsys, tmp_path):
+    # Checked before any model is loaded.
+    _cli_error(capsys, ["--data", str(tmp_path / "eval_*.json"), "--out", str(tmp_path)], "matches no file")
+    _cli_error(capsys, ["--data", str(tmp_path / "eval_50.json"), "--out", str(tmp_path)], "eval_50.json", "does not exist")
+
+
+def test_cli_unknown_task(capsys, tmp_path):
+    _cli_error(capsys, ["--task", "niah_single_9", "--out", str(tmp_path)], "'niah_single_9'", "niah_single_1, niah_single_2")
+
+
+def test_cli_help_lists_graphs_and_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for option in ("--graphs", "--task", "--lengths", "--samples", "--data", "--out", "--concurrency", "--model",
+                   "--base-url", "--tokenizer", "memagent, full_context, rag"):
+        assert option in out
+
+
+# one real run -------------------------------------------------------------------------------
+
+
+@pytest.mark.embedded
+def test_real_run_on_the_embedded_model(tmp_path, greedy_model):
+    # Short generation limits keep this CPU test fast; the harness path is the real one.
+    options = GraphOptions(chunk_tokens=1000, memory_tokens=48, answer_tokens=24)
+    cfg = ComparisonConfig(
+        graphs=("memagent",), task="niah_single_1", lengths=(2048,), samples=1, seed=1, out=tmp_path / "out",
+        model="smollm2-135m", graph_options=options, progress=False,
+    )
+    result = run_comparison(cfg, greedy_model)
+    (record,) = read_results(result.results)
+    assert record["error"] is None, record["error"]
+    assert record["document_tokens"] <= 2048
+    # One call per 1000-token chunk plus the answer, with the backend's own token counts.
+    assert record["llm_calls"] == record["graph_usage"]["llm_calls"] == -(-record["document_tokens"] // 1000) + 1
+    assert record["prompt_tokens"] == record["graph_usage"]["input_tokens"] > record["document_tokens"]
+    assert all(0 < completion <= 48 for _, completion in record["calls"]), record["calls"]
+    assert record["scored"] in ("answer", "response") and 0.0 <= record["score"] <= 1.0
+    (cell,) = result.cells
+    assert cell.flops > 2 * 106_203_264 * record["prompt_tokens"]  # SmolLM2 preset: 2N per token plus attention
+    assert (result.out / "summary.md").read_text().startswith("### niah_single_1 (smollm2-135m)")
+    assert _png_size(result.out / "niah_single_1_accuracy.png")[0] > 600
+    assert harness._context_window(cfg, greedy_model) == 8192
