@@ -27,7 +27,9 @@ class SlabLayer(DynamicLayer):
     """A ``DynamicLayer`` whose ``keys``/``values`` are views of buffers with spare room.
 
     Assigning ``keys`` or ``values`` (as the batch does when rows join or leave) copies
-    the tensor into a fresh buffer; :meth:`update` writes new tokens in place.
+    the tensor into a fresh buffer; :meth:`update` writes new tokens in place. Keys and
+    values keep their own lengths, so reading one while the other is being replaced
+    (pad keys, assign, then pad values) sees consistent data.
     """
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor):
@@ -37,32 +39,35 @@ class SlabLayer(DynamicLayer):
 
     @property
     def keys(self) -> torch.Tensor | None:
-        return None if self._key_slab is None else self._key_slab[:, :, : self._length]
+        return None if self._key_slab is None else self._key_slab[:, :, : self._key_length]
 
     @keys.setter
     def keys(self, states: torch.Tensor | None) -> None:
         self._key_slab = None if states is None else _with_room(states, SPARE_COLUMNS)
-        self._length = 0 if states is None else states.shape[-2]
+        self._key_length = 0 if states is None else states.shape[-2]
 
     @property
     def values(self) -> torch.Tensor | None:
-        return None if self._value_slab is None else self._value_slab[:, :, : self._length]
+        return None if self._value_slab is None else self._value_slab[:, :, : self._value_length]
 
     @values.setter
     def values(self, states: torch.Tensor | None) -> None:
         self._value_slab = None if states is None else _with_room(states, SPARE_COLUMNS)
+        self._value_length = 0 if states is None else states.shape[-2]
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        new = key_states.shape[-2]
-        end = self._length + new
-        if end > self._key_slab.shape[-2]:
-            room = max(new, self._length)
-            self._key_slab = _with_room(self.keys, room)
-            self._value_slab = _with_room(self.values, room)
-        self._key_slab[:, :, self._length : end] = key_states
-        self._value_slab[:, :, self._length : end] = value_states
-        self._length = end
+        self._key_slab, self._key_length = _append(self._key_slab, self._key_length, key_states)
+        self._value_slab, self._value_length = _append(self._value_slab, self._value_length, value_states)
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
-        return self._length
+        return self._key_length
+
+
+def _append(slab: torch.Tensor, length: int, states: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Write ``states`` after the first ``length`` columns of ``slab``, doubling it when full."""
+    end = length + states.shape[-2]
+    if end > slab.shape[-2]:
+        slab = _with_room(slab[:, :, :length], max(states.shape[-2], length))
+    slab[:, :, length:end] = states
+    return slab, end

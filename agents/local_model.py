@@ -103,6 +103,7 @@ class BatchedGenerator:
         # Observable, so tests and benchmarks can see requests share decode steps.
         self.batches_run = 0  # busy spells: requests overlapping in time count as one batch
         self.peak_rows = 0  # most requests ever decoded in one step
+        self.active_rows = 0  # requests being decoded right now
         self._queue: queue.Queue[_Request] = queue.Queue()
         name = Path(str(getattr(model.config, "_name_or_path", "") or "model")).name
         self._worker = threading.Thread(target=self._serve, name=f"batched-generate:{name}", daemon=True)
@@ -164,6 +165,7 @@ class BatchedGenerator:
                 if not self._finish_if_done(row):
                     batch.add(cache, row.length)
                     rows.append(row)
+            self.active_rows = len(rows)
             if not rows:
                 continue
             self.peak_rows = max(self.peak_rows, len(rows))

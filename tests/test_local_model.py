@@ -135,3 +135,75 @@ def test_vllm_engine_without_vllm_says_how_to_install():
 
     with pytest.raises(ImportError, match=r"pip install 'langgraph-memagent\[vllm\]'"):
         load_chat_model("vllm-engine:Qwen/Qwen2.5-7B-Instruct")
+
+
+def _prefill_cache(length: int, seed: int):
+    """A one-row, two-layer DynamicCache holding known keys/values of ``length`` tokens."""
+    import torch
+    from transformers.cache_utils import DynamicCache
+
+    generator = torch.Generator().manual_seed(seed)
+    cache = DynamicCache()
+    for layer in range(2):
+        keys, values = (torch.randn(1, 3, length, 4, generator=generator) for _ in range(2))
+        cache.update(keys, values, layer)
+    return cache
+
+
+def test_decode_batch_keeps_rows_aligned_as_rows_join_grow_and_leave():
+    """Rows joining longer than the batch (by more and by less than the slab's spare room),
+    in-place appends and rows leaving must give exactly the left-padded concatenation."""
+    import torch
+    import torch.nn.functional as F
+
+    from langgraph_memagent.agents._kv_slab import SPARE_COLUMNS
+    from langgraph_memagent.agents.local_model import _DecodeBatch
+
+    lengths = [10, 10 + SPARE_COLUMNS + 150, 10 + SPARE_COLUMNS + 150 + 40, 30]
+    caches = [_prefill_cache(length, seed) for seed, length in enumerate(lengths)]
+    expected = [[(layer.keys.clone(), layer.values.clone()) for layer in cache.layers] for cache in caches]
+    batch = _DecodeBatch("cpu")
+    for cache, length in zip(caches, lengths):
+        batch.add(cache, length)
+    for step in range(SPARE_COLUMNS + 5):  # past the spare room: the slab must grow
+        batch.extend_mask()
+        for index, layer in enumerate(batch.cache.layers):
+            new = torch.full((len(lengths), 3, 1, 4), float(step))
+            batch.cache.update(new, -new, index)
+            expected_rows = expected
+            for row in range(len(lengths)):
+                keys, values = expected_rows[row][index]
+                expected_rows[row][index] = (torch.cat([keys, new[row : row + 1]], 2), torch.cat([values, -new[row : row + 1]], 2))
+    batch.select([0, 2, 3])  # row 1 leaves
+
+    kept = [expected[i] for i in (0, 2, 3)]
+    width = batch.mask.shape[1]
+    assert width == max(keys.shape[2] for keys, _ in (row[0] for row in kept))
+    for index, layer in enumerate(batch.cache.layers):
+        for name, position in (("keys", 0), ("values", 1)):
+            want = torch.cat([F.pad(row[index][position], (0, 0, width - row[index][position].shape[2], 0)) for row in kept])
+            assert torch.equal(getattr(layer, name), want), (index, name)
+    real = torch.tensor([[0] * (width - k.shape[2]) + [1] * k.shape[2] for k, _ in (row[0] for row in kept)])
+    assert torch.equal(batch.mask, real)
+
+
+def test_longer_requests_join_a_batch_already_decoding(greedy_model):
+    """Late requests whose prompts are longer than the batch's cache (by hundreds of tokens)."""
+    short_prompt = "Tell me a long story about a brave knight."
+    long_prompt = "Repeat the last number. " + " ".join(str(n) for n in range(300))  # ~600 tokens more
+    medium_prompt = "Repeat the last number. " + " ".join(str(n) for n in range(340))
+    prompts = [(short_prompt, 60), (long_prompt, 12), (medium_prompt, 12)]
+    alone = [greedy_model.invoke(prompt, max_tokens=limit).content for prompt, limit in prompts]
+    engine = greedy_model.engine
+    before = engine.batches_run
+
+    async def staggered():
+        first = asyncio.ensure_future(greedy_model.ainvoke(short_prompt, max_tokens=60))
+        while engine.active_rows == 0:  # join only once the first request is decoding
+            await asyncio.sleep(0.01)
+        rest = asyncio.gather(*(greedy_model.ainvoke(prompt, max_tokens=limit) for prompt, limit in prompts[1:]))
+        return [(await first).content, *[reply.content for reply in await rest]]
+
+    together = asyncio.run(staggered())
+    assert engine.batches_run - before == 1
+    assert together == alone
