@@ -30,7 +30,7 @@ from langgraph.graph.state import CompiledStateGraph
 from ..agents.answers import extract_answer
 from ..agents.prompts import FinalPromptStyle, fill_template
 from ..agents.tokenizers import HFTokenCodec, TokenCodec, encode_long, resolve_tokenizer
-from ..graphs.memagent import ModelCallError, TokenUsage, _add_usage, _endpoint
+from ..graphs.calls import NO_USAGE, TokenUsage, acall_model, add_usage, call_model
 
 TruncationMode = Literal["center", "error"]
 
@@ -206,28 +206,12 @@ def fit_full_context_prompt(
     return FittedPrompt(prompt, prompt_tokens, len(document_ids), len(document_ids) - keep)
 
 
-def call_model(model: Any, prompt: str, step: str, endpoint_of: Any) -> BaseMessage:
-    """One single-user-message call; failures name the step and the endpoint."""
-    try:
-        return model.invoke([HumanMessage(prompt)])
-    except Exception as error:
-        raise ModelCallError(f"{step}: model call to {_endpoint(endpoint_of)} failed: {type(error).__name__}: {error}") from error
-
-
-async def acall_model(model: Any, prompt: str, step: str, endpoint_of: Any) -> BaseMessage:
-    """Async twin of :func:`call_model`."""
-    try:
-        return await model.ainvoke([HumanMessage(prompt)])
-    except Exception as error:
-        raise ModelCallError(f"{step}: model call to {_endpoint(endpoint_of)} failed: {type(error).__name__}: {error}") from error
-
-
 def answer_update(reply: BaseMessage, style: FinalPromptStyle) -> dict[str, Any]:
     """The output keys every single-call baseline derives from its reply."""
     return {
         "response": reply.text,
         "answer": extract_answer(reply.text, style),
-        "usage": _add_usage({"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}, reply),
+        "usage": add_usage(NO_USAGE, reply),
     }
 
 
@@ -275,12 +259,12 @@ class _FullContextSteps:
 
     def answer(self, state: FullContextState) -> dict[str, Any]:
         fitted = self._fit(state)
-        return self._update(fitted, call_model(self.answer_model, fitted.prompt, "full-context answer", self.model))
+        return self._update(fitted, call_model(self.answer_model, [HumanMessage(fitted.prompt)], "full-context answer", self.model))
 
     async def aanswer(self, state: FullContextState) -> dict[str, Any]:
         # Tokenizing a long document is CPU work: keep it off the event loop.
         fitted = await asyncio.to_thread(self._fit, state)
-        reply = await acall_model(self.answer_model, fitted.prompt, "full-context answer", self.model)
+        reply = await acall_model(self.answer_model, [HumanMessage(fitted.prompt)], "full-context answer", self.model)
         return self._update(fitted, reply)
 
 

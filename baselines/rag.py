@@ -19,16 +19,16 @@ from typing import Any, TypedDict
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ..agents.prompts import FinalPromptStyle, fill_template
 from ..agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
-from ..graphs.memagent import TokenUsage
+from ..graphs.calls import TokenUsage, acall_model, call_model
 from .embeddings import load_embeddings
-from .full_context import acall_model, answer_update, call_model, validated_inputs
+from .full_context import answer_update, validated_inputs
 
 RAG_BOXED_TEMPLATE = """You are presented with a problem and passages retrieved from a document. Please answer the problem based on the retrieved passages and put the answer in \\boxed{{}}.
 
@@ -190,10 +190,10 @@ class _RagSteps:
         return answer_update(reply, self.final_prompt)
 
     def answer(self, state: RagState) -> dict[str, Any]:
-        return self._update(call_model(self.answer_model, self._prompt(state), "RAG answer", self.model))
+        return self._update(call_model(self.answer_model, [HumanMessage(self._prompt(state))], "RAG answer", self.model))
 
     async def aanswer(self, state: RagState) -> dict[str, Any]:
-        return self._update(await acall_model(self.answer_model, self._prompt(state), "RAG answer", self.model))
+        return self._update(await acall_model(self.answer_model, [HumanMessage(self._prompt(state))], "RAG answer", self.model))
 
 
 def _resolve_embeddings(embeddings: Embeddings | str | Path | None) -> Embeddings:

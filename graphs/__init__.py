@@ -1,5 +1,14 @@
 """LangGraph state machines built by this package."""
 
-from .memagent import MemAgentConfig, MemAgentGraph, MemAgentInput, MemAgentOutput, ModelCallError, build_memagent_graph
+from .calls import ModelCallError, TokenUsage
+from .memagent import MemAgentConfig, MemAgentGraph, MemAgentInput, MemAgentOutput, build_memagent_graph
 
-__all__ = ["MemAgentConfig", "MemAgentGraph", "MemAgentInput", "MemAgentOutput", "ModelCallError", "build_memagent_graph"]
+__all__ = [
+    "MemAgentConfig",
+    "MemAgentGraph",
+    "MemAgentInput",
+    "MemAgentOutput",
+    "ModelCallError",
+    "TokenUsage",
+    "build_memagent_graph",
+]

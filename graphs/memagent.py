@@ -39,6 +39,7 @@ from langgraph.store.memory import InMemoryStore
 from ..agents.answers import extract_answer
 from ..agents.prompts import MEMORY_START, FinalPromptStyle, final_prompt, memory_update_prompt
 from ..agents.tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
+from .calls import TokenUsage, acall_model, add_usage, call_model
 
 logger = logging.getLogger(__name__)
 
@@ -54,14 +55,6 @@ class MemAgentInput(TypedDict):
 
     question: str
     document: str
-
-
-class TokenUsage(TypedDict):
-    """LLM cost of a run so far, summed over calls as the model reports it."""
-
-    llm_calls: int
-    input_tokens: int
-    output_tokens: int
 
 
 class MemAgentOutput(TypedDict, total=False):
@@ -100,25 +93,6 @@ class MemAgentConfig:
                 raise ValueError(f"{name} must be a positive integer number of tokens, got {value!r}")
         if self.final_prompt not in ("boxed", "answer_is"):
             raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {self.final_prompt!r}")
-
-
-class ModelCallError(RuntimeError):
-    """A model call failed; names the step and the endpoint so the user can act."""
-
-
-def _endpoint(model: Any) -> str:
-    base_url = getattr(model, "openai_api_base", None) or getattr(getattr(model, "client", None), "base_url", None)
-    name = getattr(model, "model_name", None) or getattr(model, "model_path", None) or type(model).__name__
-    return f"{name} at {base_url}" if base_url else str(name)
-
-
-def _add_usage(usage: TokenUsage, reply: BaseMessage) -> TokenUsage:
-    reported = getattr(reply, "usage_metadata", None) or {}
-    return {
-        "llm_calls": usage["llm_calls"] + 1,
-        "input_tokens": usage["input_tokens"] + reported.get("input_tokens", 0),
-        "output_tokens": usage["output_tokens"] + reported.get("output_tokens", 0),
-    }
 
 
 def _chunk_key(index: int) -> str:
@@ -205,28 +179,19 @@ class _MemAgentSteps:
             "memory": memory,
             "chunks_read": index + 1,
             "empty_memory_updates": empty,
-            "usage": _add_usage(state["usage"], reply),
+            "usage": add_usage(state["usage"], reply),
         }
-
-    def _call_failed(self, step: str, error: Exception) -> ModelCallError:
-        return ModelCallError(f"{step}: model call to {_endpoint(self.model)} failed: {type(error).__name__}: {error}")
 
     def update_memory(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
         item = store.get((*DOCUMENTS_NAMESPACE, state["document_id"]), _chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
-        try:
-            reply = self.memory_model.invoke(messages)
-        except Exception as error:
-            raise self._call_failed(f"memory update for chunk {state['chunks_read']}", error) from error
+        reply = call_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
         return self._after_memory(state, reply)
 
     async def aupdate_memory(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
         item = await store.aget((*DOCUMENTS_NAMESPACE, state["document_id"]), _chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
-        try:
-            reply = await self.memory_model.ainvoke(messages)
-        except Exception as error:
-            raise self._call_failed(f"memory update for chunk {state['chunks_read']}", error) from error
+        reply = await acall_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
         return self._after_memory(state, reply)
 
     # answer -----------------------------------------------------------------------
@@ -239,24 +204,18 @@ class _MemAgentSteps:
         update = {
             "response": reply.text,
             "answer": extract_answer(reply.text, self.config.final_prompt),
-            "usage": _add_usage(state["usage"], reply),
+            "usage": add_usage(state["usage"], reply),
         }
         return update, deletes
 
     def answer(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
-        try:
-            reply = self.answer_model.invoke(self._answer_messages(state))
-        except Exception as error:
-            raise self._call_failed("final answer", error) from error
+        reply = call_model(self.answer_model, self._answer_messages(state), "final answer", self.model)
         update, deletes = self._after_answer(state, reply)
         store.batch(deletes)
         return update
 
     async def aanswer(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
-        try:
-            reply = await self.answer_model.ainvoke(self._answer_messages(state))
-        except Exception as error:
-            raise self._call_failed("final answer", error) from error
+        reply = await acall_model(self.answer_model, self._answer_messages(state), "final answer", self.model)
         update, deletes = self._after_answer(state, reply)
         await store.abatch(deletes)
         return update

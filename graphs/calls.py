@@ -1,0 +1,60 @@
+"""Model calls made by graph nodes: token-usage accounting and errors that name the endpoint.
+
+Every graph of this package makes single-user-message calls and sums what the model
+reports; a failed call becomes a :class:`ModelCallError` that says which step failed and
+which server it was talking to, so a user can act on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence, TypedDict
+
+from langchain_core.messages import BaseMessage
+
+
+class TokenUsage(TypedDict):
+    """LLM cost of a run so far, summed over calls as the model reports it."""
+
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+NO_USAGE: TokenUsage = {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}
+
+
+class ModelCallError(RuntimeError):
+    """A model call failed; names the step and the endpoint so the user can act."""
+
+
+def describe_endpoint(model: Any) -> str:
+    """``"<model name> at <base url>"`` for server models, the model's name otherwise."""
+    base_url = getattr(model, "openai_api_base", None) or getattr(getattr(model, "client", None), "base_url", None)
+    name = getattr(model, "model_name", None) or getattr(model, "model_path", None) or type(model).__name__
+    return f"{name} at {base_url}" if base_url else str(name)
+
+
+def add_usage(usage: TokenUsage, reply: BaseMessage) -> TokenUsage:
+    """``usage`` plus one call and the tokens ``reply`` reports (none reported counts 0)."""
+    reported = getattr(reply, "usage_metadata", None) or {}
+    return {
+        "llm_calls": usage["llm_calls"] + 1,
+        "input_tokens": usage["input_tokens"] + reported.get("input_tokens", 0),
+        "output_tokens": usage["output_tokens"] + reported.get("output_tokens", 0),
+    }
+
+
+def call_model(runnable: Any, messages: Sequence[BaseMessage], step: str, model: Any) -> BaseMessage:
+    """``runnable.invoke(messages)``; a failure names ``step`` and ``model``'s endpoint."""
+    try:
+        return runnable.invoke(list(messages))
+    except Exception as error:
+        raise ModelCallError(f"{step}: model call to {describe_endpoint(model)} failed: {type(error).__name__}: {error}") from error
+
+
+async def acall_model(runnable: Any, messages: Sequence[BaseMessage], step: str, model: Any) -> BaseMessage:
+    """Async twin of :func:`call_model`."""
+    try:
+        return await runnable.ainvoke(list(messages))
+    except Exception as error:
+        raise ModelCallError(f"{step}: model call to {describe_endpoint(model)} failed: {type(error).__name__}: {error}") from error

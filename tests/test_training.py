@@ -1,0 +1,364 @@
+"""Multi-conversation GRPO: advantages, rows, loss, grouping, padding, LoRA updates, a real 2-step run.
+
+The trainer is TRL's real GRPOTrainer subclass on a tiny randomly initialised Llama
+(2 layers, hidden 64) that uses the embedded SmolLM2 tokenizer, so every step runs
+the real code paths (rollouts through the MemAgent graph on the policy module, TRL's
+log-prob helper and loss) in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from langgraph_memagent.training.grpo_multiconv import (
+    MultiConvGRPOConfig,
+    MultiConvGRPOTrainer,
+    PRESETS,
+    generate_samples,
+    group_advantages,
+    load_training_file,
+    pad_rows,
+    parse_config,
+    rollout_group_ids,
+    rollout_rows,
+    rows_to_tensors,
+)
+from langgraph_memagent.training.rewards import AnswerReward
+from langgraph_memagent.training.rollouts import LLMCall, MissingTokenIdsError, Rollout, run_rollouts
+
+
+# ---------------------------------------------------------------------------------------
+# Fixtures: a tiny real model and its data
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_model_dir(embedded_model_dir, tmp_path_factory):
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_dataset(tiny_model_dir):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from langgraph_memagent.agents.tokenizers import resolve_tokenizer
+
+    codec = resolve_tokenizer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    return Dataset.from_list(generate_samples("niah_single_1", codec, num_samples=4, target_tokens=100, seed=0))
+
+
+def tiny_config(tmp_path, **overrides) -> MultiConvGRPOConfig:
+    settings = dict(
+        output_dir=str(tmp_path / "run"),
+        chunk_tokens=64,
+        memory_tokens=4,
+        answer_tokens=4,
+        num_generations=2,
+        per_device_train_batch_size=4,
+        steps_per_generation=1,
+        max_steps=1,
+        learning_rate=1e-2,
+        warmup_steps=0,
+        reward_metric="string_match_all",
+        gradient_checkpointing=False,
+        save_strategy="no",
+        report_to="none",
+        reward_curve=False,
+        seed=0,
+    )
+    settings.update(overrides)
+    return MultiConvGRPOConfig(**settings)
+
+
+def make_trainer(tiny_model_dir, dataset, config, **kwargs) -> MultiConvGRPOTrainer:
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return MultiConvGRPOTrainer(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+        args=config,
+        train_dataset=dataset,
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"),
+        **kwargs,
+    )
+
+
+def rollout(rollout_id: int, group: int, lengths: list[int], reward: float) -> Rollout:
+    """A rollout whose calls have the given completion lengths (token ids are arbitrary but valid)."""
+    calls = [LLMCall([10 + i, 11, 12], [100 + j for j in range(n)], "x") for i, n in enumerate(lengths)]
+    return Rollout(rollout_id, group, calls, {"response": ""}, reward)
+
+
+# ---------------------------------------------------------------------------------------
+# Pure functions
+# ---------------------------------------------------------------------------------------
+def test_group_advantages_by_hand_including_all_equal_groups():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0])
+    # Groups are ids, not positions: group 7 is interleaved with group 3; group 5 is all zeros.
+    groups = torch.tensor([7, 7, 7, 3, 3, 5, 5])
+    expected = [2 / 3, -1 / 3, -1 / 3, 0.0, 0.0, 0.0, 0.0]
+    assert group_advantages(rewards, groups).tolist() == pytest.approx(expected)
+    interleaved = group_advantages(torch.tensor([1.0, 1.0, 0.0, 0.0]), torch.tensor([0, 1, 0, 1]))
+    assert interleaved.tolist() == pytest.approx([0.5, 0.5, -0.5, -0.5])
+    scaled = group_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), torch.tensor([0, 0, 1, 1]), scale="group")
+    std = math.sqrt(0.5)  # unbiased std of (1, 0)
+    assert scaled.tolist() == pytest.approx([0.5 / (std + 1e-4), -0.5 / (std + 1e-4), 0.0, 0.0])
+
+
+def test_groups_come_from_rollout_group_not_trajectory():
+    # 2 processes x 4 rollouts, G = 4: the second process's rollouts continue group 1.
+    assert rollout_group_ids(4, 4, first_rollout=4) == [1, 1, 1, 1]
+    assert rollout_group_ids(6, 2) == [0, 0, 1, 1, 2, 2]
+    rollouts = [rollout(i, group, [2] * (i + 1), reward) for i, (group, reward) in enumerate([(0, 1.0), (0, 0.0)])]
+    groups = torch.tensor([r.group_id for r in rollouts])
+    advantages = group_advantages(torch.tensor([r.reward for r in rollouts]), groups)
+    # By trajectory each group would be a singleton and the advantage zero; by group it is +-0.5.
+    assert advantages.tolist() == [0.5, -0.5]
+
+
+def test_every_call_is_a_row_with_its_rollouts_advantage_and_own_mask():
+    rollouts = [rollout(0, 0, [3, 1, 2], 1.0), rollout(1, 0, [2], 0.0)]
+    rows = rollout_rows(rollouts, [0.5, -0.5])
+    assert rows.advantages == [0.5, 0.5, 0.5, -0.5]
+    assert rows.rollout_index == [0, 0, 0, 1]
+    batch = rows_to_tensors(rows, pad_token_id=0)
+    assert batch["completion_mask"].sum(dim=1).tolist() == [3, 1, 2, 2]  # each row keeps its own length
+    assert batch["prompt_mask"].sum(dim=1).tolist() == [3, 3, 3, 3]
+    # Per-rollout mean: rollout 0 has 6 tokens, rollout 1 has 2; 8 tokens, 2 rollouts.
+    weighted = rollout_rows(rollouts, [0.5, -0.5], loss_aggregation="rollout")
+    assert weighted.token_weights == pytest.approx([8 / 12, 8 / 12, 8 / 12, 8 / 4])
+
+
+def test_padding_keeps_every_row_through_trls_split():
+    from trl.trainer.utils import split_tensor_dict
+
+    rows = rollout_rows([rollout(0, 0, [2, 3, 1], 1.0), rollout(1, 0, [4, 1, 1, 2], 0.0)], [0.5, -0.5])
+    assert len(rows) == 7
+    assert pad_rows(rows, 3, pad_token_id=0) == 2
+    batch = rows_to_tensors(rows, pad_token_id=0)
+    chunks = split_tensor_dict(batch, 3)
+    assert sum(chunk["completion_mask"].sum().item() for chunk in chunks) == 14  # all real tokens survive
+    assert sum(len(chunk["advantages"]) for chunk in chunks) == 9
+    assert batch["advantages"][7:].tolist() == [0.0, 0.0] and batch["completion_mask"][7:].sum() == 0
+
+
+def test_rewards_strict_by_default_and_errors_name_the_problem():
+    assert AnswerReward()({"response": "The number is 42", "answer": None}, {"answers": ["42"]}) == 0.0
+    assert AnswerReward()({"response": r"\boxed{42}", "answer": "42"}, {"answers": ["42"]}) == 1.0
+    with pytest.raises(ValueError, match="unknown reward metric 'accuracy'"):
+        AnswerReward("accuracy")
+    with pytest.raises(ValueError, match="loss_aggregation must be one of"):
+        MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, loss_aggregation="sample")
+
+
+def test_generated_distractors_defeat_listing_every_number(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from langgraph_memagent.agents.tokenizers import resolve_tokenizer
+
+    codec = resolve_tokenizer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    (sample,) = generate_samples("niah_multikey_1", codec, num_samples=1, target_tokens=400, seed=3)
+    assert len(sample["distractors"]) == 3 and sample["answers"][0] not in sample["distractors"]
+    assert all(value in sample["document"] for value in sample["distractors"] + sample["answers"])
+    reward = AnswerReward("string_match_all")
+    assert reward({"response": f"It is {sample['answers'][0]}.", "answer": None}, sample) == 1.0
+    everything = " ".join(sample["answers"] + sample["distractors"])
+    assert reward({"response": everything, "answer": None}, sample) == 0.0
+
+
+def test_training_file_in_memagent_format(tmp_path):
+    path = tmp_path / "train.json"
+    path.write_text(
+        '[{"data_source": "hotpotqa", "prompt": [{"role": "user", "content": "Who?"}], "context": "Doc.",'
+        ' "reward_model": {"ground_truth": ["Ann"]}, "extra_info": {}}]'
+    )
+    assert load_training_file(path) == [
+        {"question": "Who?", "document": "Doc.", "answers": ["Ann"], "distractors": [], "task": "file"}
+    ]
+    path.write_text('[{"prompt": "Who?", "reward_model": {"ground_truth": "Ann"}}]')
+    with pytest.raises(ValueError, match="record 0 .* document string"):
+        load_training_file(path)
+
+
+def test_presets_and_command_line():
+    config = parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/smoke", "--learning_rate", "3e-5"])
+    assert config.learning_rate == 3e-5  # explicit options override the preset
+    assert config.reward_metric == "string_match_all" and config.use_lora and config.bf16 is False
+    assert set(PRESETS) == {"paper-7b", "cpu-smoke"}
+    assert PRESETS["paper-7b"]["reward_metric"] == "strict_boxed"
+    with pytest.raises(SystemExit, match="unknown --preset 'paper-70b'"):
+        parse_config(["--preset", "paper-70b"])
+
+
+def test_recorder_refuses_calls_without_token_ids(embedded_model_dir):
+    from langchain_core.language_models import FakeListChatModel
+
+    from langgraph_memagent.graphs.memagent import build_memagent_graph
+
+    graph = build_memagent_graph(FakeListChatModel(responses=["m"]), chunk_tokens=50, tokenizer=str(embedded_model_dir))
+    with pytest.raises(RuntimeError, match="rollout 0 .*failed") as failure:
+        run_rollouts(graph, [{"question": "q?", "document": "some text"}], [0])
+    causes, error = [], failure.value
+    while error is not None:
+        causes.append(type(error))
+        error = error.__cause__
+    assert MissingTokenIdsError in causes
+
+
+# ---------------------------------------------------------------------------------------
+# The real trainer on a tiny model
+# ---------------------------------------------------------------------------------------
+def test_loss_matches_hand_computation_with_uneven_conversations(tiny_model_dir, tiny_dataset, tmp_path):
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, tiny_config(tmp_path, beta=1e-3, epsilon_high=0.2))
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    # Group 0: rewards (1, 0, 0) -> advantages (2/3, -1/3, -1/3), 3 + 2 + 1 conversations.
+    # Group 1: rewards (1, 1) -> advantages (0, 0), all equal.
+    rollouts = [
+        rollout(0, 0, [2, 1, 3], 1.0),
+        rollout(1, 0, [2, 2], 0.0),
+        rollout(2, 0, [1], 0.0),
+        rollout(3, 1, [2], 1.0),
+        rollout(4, 1, [1, 1], 1.0),
+    ]
+    tokens = 6 + 4 + 1 + 2 + 2
+    inputs = trainer._batch_from_rollouts(rollouts, "train")
+    assert inputs["advantages"].tolist() == pytest.approx([2 / 3] * 3 + [-1 / 3] * 3 + [0.0] * 3)
+    assert inputs["num_items_in_batch"].item() == tokens
+    assert "old_per_token_logps" not in inputs  # one optimizer step per batch: on-policy, ratio 1
+
+    # Ratio 1; the LoRA adapter starts at zero, so the reference equals the policy and KL = 0.
+    loss = trainer._compute_loss(trainer.model, inputs).item()
+    assert loss == pytest.approx(-(2 / 3 * 6 - 1 / 3 * 4 - 1 / 3 * 1) / tokens, abs=1e-5)
+
+    # Ratio 1.5 on every token: positive advantages clip at 1 + 0.2, negative ones do not.
+    inputs["old_per_token_logps"] = inputs["ref_per_token_logps"] - math.log(1.5)
+    loss = trainer._compute_loss(trainer.model, inputs).item()
+    assert loss == pytest.approx(-(1.2 * 2 / 3 * 6 - 1.5 * 1 / 3 * 4 - 1.5 * 1 / 3 * 1) / tokens, abs=1e-5)
+
+    # Per-rollout mean: each rollout's token mean, averaged over the 5 rollouts.
+    trainer.args.loss_aggregation = "rollout"
+    inputs = trainer._batch_from_rollouts(rollouts, "train")
+    inputs["old_per_token_logps"] = inputs["ref_per_token_logps"] - math.log(1.5)
+    loss = trainer._compute_loss(trainer.model, inputs).item()
+    assert loss == pytest.approx(-(1.2 * 2 / 3 - 1.5 * 1 / 3 - 1.5 * 1 / 3) / 5, abs=1e-5)
+
+
+class TokenReportingModel:
+    """Builds a chat model that answers with token ids: right in even rollouts, wrong in odd ones.
+
+    The rollout id comes from the run's metadata (set by run_rollouts), so the outcome
+    does not depend on the order in which concurrent rollouts reach the model.
+    """
+
+    def __init__(self, tokenizer, answers):
+        from langchain_core.language_models import BaseChatModel
+        from langchain_core.messages import AIMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        class Model(BaseChatModel):
+            @property
+            def _llm_type(self):
+                return "token-reporting-test-model"
+
+            def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+                prompt = messages[-1].text
+                if "<section>" in prompt:
+                    text = "memory"
+                else:
+                    right = run_manager.metadata["rollout_id"] % 2 == 0
+                    text = f"\\boxed{{{answers[0] if right else 'wrong'}}}"
+                prompt_ids = tokenizer.apply_chat_template(
+                    [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True, return_dict=False
+                )
+                completion_ids = tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id]
+                metadata = {"prompt_token_ids": list(prompt_ids), "completion_token_ids": completion_ids}
+                return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, response_metadata=metadata))])
+
+        self.model = Model()
+
+    def __call__(self, trainer):
+        return self.model
+
+
+def test_rollout_groups_in_the_trainer_follow_the_sampler(tiny_model_dir, tiny_dataset, tmp_path):
+    from transformers import AutoTokenizer
+
+    from langgraph_memagent.agents.tokenizers import chunk_text, resolve_tokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    sample = tiny_dataset[0]
+    trainer = make_trainer(
+        tiny_model_dir,
+        tiny_dataset,
+        tiny_config(tmp_path, reward_metric="strict_boxed", steps_per_generation=5, beta=0.0),
+        rollout_model=TokenReportingModel(tokenizer, sample["answers"]),
+    )
+    trainer.model.train()
+    # The sampler's layout: G = 2 copies of each question side by side.
+    inputs = [sample, sample, tiny_dataset[1], tiny_dataset[1]]
+    batch = trainer._generate_and_score_completions(inputs)
+    assert trainer._metrics["train"]["reward"][-1] == pytest.approx(0.25)  # only rollout 0 answers sample 0 right
+    codec = resolve_tokenizer(tokenizer)
+    calls = [len(chunk_text(row["document"], codec, 64)) + 1 for row in (sample, tiny_dataset[1])]
+    assert trainer._metrics["train"]["conversations_per_rollout/mean"][-1] == sum(calls) / 2
+    rows = 2 * sum(calls)
+    assert trainer._metrics["train"]["rows"][-1] == rows
+    assert len(batch["advantages"]) == rows + (-rows) % 5  # padded to a multiple of steps_per_generation
+    # Rollouts 0/1 form group 0 (rewards 1, 0) -> +-0.5 on each of their rows; group 1 (0, 0) -> 0.
+    real = batch["completion_mask"].sum(dim=1) > 0
+    expected = [-0.5] * calls[0] + [0.0] * (2 * calls[1]) + [0.5] * calls[0]
+    assert sorted(batch["advantages"][real].tolist()) == expected
+    assert batch["advantages"][~real].abs().sum() == 0
+
+
+def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir, tiny_dataset, tmp_path):
+    # The tiny random model never answers. Rollouts are scored in order, so alternating
+    # rewards give every group of 2 one winner: a learning signal that sampling cannot erase.
+    scored = iter(range(10_000))
+
+    def reward(output, sample):
+        return float(next(scored) % 2)
+
+    small = dict(beta=1e-3, per_device_train_batch_size=2, steps_per_generation=2)  # 4 rollouts, 2 optimizer steps
+    config = tiny_config(tmp_path, max_steps=1, save_strategy="steps", save_steps=1, **small)
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, config, reward_fn=reward)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lora_B" in n}
+    trainer.train()
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(before[name], after[name]) for name in before), "LoRA weights did not change"
+    assert all(not p.requires_grad for n, p in trainer.model.named_parameters() if "lora_" not in n)
+    logged = trainer.state.log_history[0]
+    for key in ("reward", "reward_std", "kl", "clip_ratio/region_mean", "conversations_per_rollout/mean",
+                "advantages/abs_mean", "tokens/completion_per_rollout", "padding_rows"):
+        assert key in logged, key
+
+    # Step 2 resumes from the checkpoint of step 1 and writes the reward curve at the end.
+    resumed_config = tiny_config(tmp_path, max_steps=2, reward_curve=True, **small)
+    resumed = make_trainer(tiny_model_dir, tiny_dataset, resumed_config, reward_fn=reward)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
+    assert resumed.state.global_step == 2
+    assert (tmp_path / "run" / "reward_curve.png").stat().st_size > 0

@@ -1,0 +1,932 @@
+r"""Multi-conversation GRPO ("Multi-Conv DAPO", MemAgent arXiv 2507.02259) on TRL's GRPOTrainer.
+
+A MemAgent rollout is several independent conversations: one call per memory update
+and one final answer. TRL's GRPO expects one completion per sample, so this module
+subclasses :class:`trl.GRPOTrainer` and overrides only
+``_generate_and_score_completions``:
+
+1. each sample of the generation batch (TRL already repeats it ``num_generations``
+   times) is one rollout: the graph (MemAgent by default) runs on the *current*
+   policy, all rollouts concurrently, through ``LocalChatModel.from_model(policy)``,
+   which decodes the calls of every rollout together;
+2. every LLM call of every rollout becomes one training row (its own prompt ids,
+   completion ids and mask, recorded by :mod:`training.rollouts`);
+3. the reward comes from the final reply only (strict ``\boxed{}`` verifier by
+   default, :mod:`training.rewards`); the Dr. GRPO advantage ``A_i = R_i - mean(group)``
+   is computed per rollout group (std scaling optional) and copied to every row of the
+   rollout, each row keeping its own mask;
+4. rows are padded with zero-mask, zero-advantage rows to a multiple of
+   ``steps_per_generation`` (TRL's split would silently drop the remainder); old and
+   reference log-probs come from the trainer's own helper.
+
+TRL's ``_compute_loss`` is used unchanged: with ``loss_type="dapo"`` it divides by all
+completion tokens of the generation batch, which is MemAgent's token-level mean over
+group x conversation x token. ``loss_aggregation="rollout"`` instead weights tokens so
+each rollout counts once (mean over rollouts of each rollout's token mean). Clipping
+uses ``epsilon`` (low) and ``epsilon_high``; the KL is plain (``beta * KL``,
+``use_bias_correction_kl=False``, as the reference). Several optimizer steps per
+rollout batch: ``steps_per_generation = k * gradient_accumulation_steps`` gives ``k``.
+Note ``per_device_train_batch_size`` counts *rollouts*; a micro-batch holds the rows of
+about that many rollouts.
+
+Command line (from the repository root)::
+
+    python training/grpo_multiconv.py --help
+    python training/grpo_multiconv.py --preset cpu-smoke --output_dir runs/smoke --max_steps 3
+    python training/grpo_multiconv.py --preset cpu-smoke --resume_from_checkpoint runs/smoke/checkpoint-2
+
+GPUs (``--preset paper-7b``: Qwen2.5-7B-Instruct, full fine-tuning, paper settings,
+sized for 32 processes; scale ``per_device_train_batch_size`` x processes x
+``steps_per_generation`` = 128 questions x 16 rollouts for another world size)::
+
+    accelerate launch --num_processes 8 training/grpo_multiconv.py --preset paper-7b --output_dir runs/7b
+    # several nodes (run on every node, --machine_rank 0..3):
+    accelerate launch --num_machines 4 --num_processes 32 --machine_rank $RANK \
+        --main_process_ip $MASTER --main_process_port 29500 --use_deepspeed --zero_stage 3 \
+        training/grpo_multiconv.py --preset paper-7b --output_dir runs/7b
+
+Generation runs on the policy module itself, batched across all rollouts of the
+step. TRL's vLLM generation (``trl vllm-serve --model <model> --tensor-parallel-size 2``
+with ``--use_vllm --vllm_mode server``, or ``--use_vllm --vllm_mode colocate``) produces
+one completion per prompt from TRL's own sampler and is not wired into the graph's
+calls; this trainer rejects ``--use_vllm`` with that explanation rather than silently
+ignoring it.
+
+Library use::
+
+    >>> from langgraph_memagent.training import MultiConvGRPOConfig, MultiConvGRPOTrainer
+    >>> config = MultiConvGRPOConfig(output_dir="/tmp/run", bf16=False, chunk_tokens=1000)
+    >>> config.beta, config.scale_rewards, config.loss_type, config.use_bias_correction_kl
+    (0.001, 'none', 'dapo', False)
+    >>> trainer = MultiConvGRPOTrainer(model, args=config, train_dataset=dataset)  # doctest: +SKIP
+    >>> trainer.train()                                                           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+if __name__ == "__main__" and not __package__:
+    # `python training/grpo_multiconv.py`: run the installed package's copy of this module,
+    # whose relative imports resolve (the repository root is the package root).
+    from langgraph_memagent.training.grpo_multiconv import main as _installed_main
+
+    raise SystemExit(_installed_main())
+
+import argparse
+import json
+import logging
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from trl import GRPOConfig, GRPOTrainer
+from trl.models import unwrap_model_for_generation
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer.utils import pad, use_adapter
+from transformers import TrainerCallback
+
+from ..evals.scoring import METRICS
+from .rewards import AnswerReward, gold_answers
+from .rollouts import RewardFn, Rollout, run_rollouts, score_rollouts
+
+logger = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------
+@dataclass
+class MultiConvGRPOConfig(GRPOConfig):
+    """TRL's ``GRPOConfig`` with MemAgent's defaults (arXiv 2507.02259) and the rollout settings.
+
+    Changed TRL defaults: ``beta=1e-3`` (paper), ``use_bias_correction_kl=False`` (the
+    reference uses a plain KL), ``scale_rewards="none"`` (Dr. GRPO advantage),
+    ``num_generations=16`` (paper G), ``epsilon=epsilon_high=0.2`` (the released
+    scripts; DAPO clip-higher is ``--epsilon_high 0.28``), constant learning rate 1e-6
+    with linear warm-up (paper), ``logging_steps=1``, ``bf16`` only where CUDA exists.
+    """
+
+    # TRL fields whose defaults change ------------------------------------------------
+    beta: float = field(default=1e-3, metadata={"help": "KL coefficient (MemAgent: 1e-3)."})
+    use_bias_correction_kl: bool = field(
+        default=False, metadata={"help": "Multiply the KL by the importance ratio (MemAgent's reference: no)."}
+    )
+    scale_rewards: str = field(
+        default="none",
+        metadata={"help": "Advantage scaling: 'none' = Dr. GRPO r - group mean (MemAgent), 'group' or 'batch' std."},
+    )
+    num_generations: int | None = field(default=16, metadata={"help": "Rollouts per question, G (MemAgent: 16)."})
+    per_device_train_batch_size: int = field(
+        default=16, metadata={"help": "Rollouts per process per micro-batch; a micro-batch holds all their calls' rows."}
+    )
+    epsilon: float = field(default=0.2, metadata={"help": "Low clip epsilon (MemAgent released scripts: 0.2)."})
+    epsilon_high: float | None = field(
+        default=0.2, metadata={"help": "High clip epsilon (released scripts: 0.2; DAPO clip-higher: 0.28)."}
+    )
+    lr_scheduler_type: str = field(
+        default="constant_with_warmup", metadata={"help": "LR schedule (MemAgent: constant after linear warm-up)."}
+    )
+    warmup_steps: float = field(default=5, metadata={"help": "Linear warm-up optimizer steps (our choice)."})
+    logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
+    bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; default: only when CUDA is available."})
+    max_completion_length: int | None = field(
+        default=None, metadata={"help": "Set from max(memory_tokens, answer_tokens); used by TRL's length-normalized losses."}
+    )
+
+    # Model ---------------------------------------------------------------------------
+    model_name_or_path: str = field(
+        default="smollm2-135m",
+        metadata={"help": "Policy: 'smollm2-135m' (embedded) or a local transformers model directory / hub id."},
+    )
+    finetuning: str = field(
+        default="auto", metadata={"help": "'lora', 'full', or 'auto' (LoRA on CPU, full fine-tuning on GPU)."}
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout (0: rollouts and loss see the same policy)."})
+    lora_target_modules: str = field(
+        default="all-linear", metadata={"help": "Comma-separated module names or 'all-linear' (never lm_head)."}
+    )
+
+    # Graph ---------------------------------------------------------------------------
+    graph: str = field(default="memagent", metadata={"help": "Graph whose LLM calls become rows (see GRAPH_BUILDERS)."})
+    chunk_tokens: int = field(default=5000, metadata={"help": "Document tokens per memory update (MemAgent: 5000)."})
+    memory_tokens: int = field(default=1024, metadata={"help": "Generation limit of a memory update (MemAgent: 1024)."})
+    answer_tokens: int = field(default=1024, metadata={"help": "Generation limit of the final answer (MemAgent: 1024)."})
+    final_prompt: str = field(default="boxed", metadata={"help": "'boxed' (paper) or 'answer_is' final prompt."})
+    rollout_concurrency: int = field(
+        default=0, metadata={"help": "Most graph runs in flight at once; 0 runs every rollout of the batch together."}
+    )
+    generation_max_batch_size: int = field(
+        default=64, metadata={"help": "Most calls the local backend decodes in one step (its continuous batch)."}
+    )
+
+    # Objective -----------------------------------------------------------------------
+    reward_metric: str = field(
+        default="strict_boxed",
+        metadata={"help": f"Final-answer reward: 'strict_boxed' (MemAgent training verifier) or one of {METRICS[1:]}."},
+    )
+    loss_aggregation: str = field(
+        default="token",
+        metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
+    )
+
+    # Data ----------------------------------------------------------------------------
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "JSON/JSONL/parquet in MemAgent's training format (prompt, context, reward_model.ground_truth)."},
+    )
+    task: str = field(default="niah_single_1", metadata={"help": "Generated task when no train_file (evals.ruler)."})
+    num_train_samples: int = field(default=64, metadata={"help": "Generated training questions."})
+    target_tokens: int = field(default=4000, metadata={"help": "Document length of generated tasks, in policy tokens."})
+    data_seed: int = field(default=0, metadata={"help": "Seed of the generated training tasks."})
+
+    # Outputs -------------------------------------------------------------------------
+    reward_curve: bool = field(default=True, metadata={"help": "Write reward_curve.png to output_dir when training ends."})
+    preset: str | None = field(default=None, metadata={"help": "Defaults bundle: 'paper-7b' (GPUs) or 'cpu-smoke'."})
+
+    def __post_init__(self) -> None:
+        if self.bf16 is None:
+            # TRL defaults bf16 to True, which fails on machines without CUDA.
+            self.bf16 = torch.cuda.is_available() and not self.fp16
+        if self.max_completion_length is None:
+            self.max_completion_length = max(self.memory_tokens, self.answer_tokens)
+        choices = {
+            "finetuning": ("auto", "lora", "full"),
+            "loss_aggregation": ("token", "rollout"),
+            "final_prompt": ("boxed", "answer_is"),
+            "reward_metric": METRICS,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        for name in ("chunk_tokens", "memory_tokens", "answer_tokens", "generation_max_batch_size", "num_train_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.rollout_concurrency < 0:
+            raise ValueError(f"rollout_concurrency must be >= 0 (0 = all at once), got {self.rollout_concurrency!r}")
+        if self.use_vllm:
+            raise ValueError(
+                "use_vllm=True is not supported by the multi-conversation trainer: TRL's vLLM backend samples one "
+                "completion per dataset prompt, while a MemAgent rollout makes one call per chunk from inside the graph; "
+                "generation runs on the policy module (LocalChatModel.from_model) instead"
+            )
+        super().__post_init__()
+
+    @property
+    def use_lora(self) -> bool:
+        """Whether the policy trains a LoRA adapter (``finetuning``, with 'auto' = LoRA without CUDA)."""
+        return self.finetuning == "lora" or (self.finetuning == "auto" and not torch.cuda.is_available())
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # MemAgent-7B RL (arXiv 2507.02259): Qwen2.5-7B-Instruct, 128 questions x G=16 per rollout
+    # batch, 16 optimizer steps per batch, lr 1e-6, KL 1e-3, 5000-token chunks, 1024-token
+    # memory/answer. Sized for 32 processes (4 nodes x 8 GPUs): 4 x 32 x 16 = 2048 rollouts.
+    "paper-7b": {
+        "model_name_or_path": "Qwen/Qwen2.5-7B-Instruct",
+        "finetuning": "full",
+        "num_generations": 16,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "steps_per_generation": 16,
+        "learning_rate": 1e-6,
+        "beta": 1e-3,
+        "chunk_tokens": 5000,
+        "memory_tokens": 1024,
+        "answer_tokens": 1024,
+        "reward_metric": "strict_boxed",
+        "bf16": True,
+        "gradient_checkpointing": True,
+        "save_steps": 20,
+    },
+    # SmolLM2-135M + LoRA on short generated NIAH tasks, 3 chunks of essay text holding the
+    # queried needle and 3 distractor needles (RULER niah_multikey_1).
+    # The strict verifier gives this model no signal (it never writes \boxed{}), so the
+    # reward is lenient (environment.md); lr and rank are ours, sized for a 30-45 min CPU run.
+    "cpu-smoke": {
+        "model_name_or_path": "smollm2-135m",
+        "finetuning": "lora",
+        "task": "niah_multikey_1",
+        "target_tokens": 700,
+        "chunk_tokens": 250,
+        "memory_tokens": 64,
+        "answer_tokens": 32,
+        "num_generations": 8,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "steps_per_generation": 2,  # one question x 8 rollouts per batch, 2 optimizer steps on it
+        "learning_rate": 2e-5,
+        "lora_r": 16,
+        "lora_alpha": 32,
+        "reward_metric": "string_match_all",
+        "num_train_samples": 256,
+        "max_steps": 60,
+        "gradient_checkpointing": False,
+        "bf16": False,
+        "save_steps": 20,
+        "report_to": "none",
+    },
+}
+
+
+# --------------------------------------------------------------------------------------
+# Advantages and rows (pure functions: what the tests check against hand computations)
+# --------------------------------------------------------------------------------------
+def group_advantages(rewards: torch.Tensor, group_ids: torch.Tensor, *, scale: str = "none") -> torch.Tensor:
+    """Per-rollout advantage ``R_i - mean(R of its group)``, groups given by rollout-group id.
+
+    ``scale="group"`` divides by the group's standard deviation (+1e-4, as TRL),
+    ``"batch"`` by the whole batch's; ``"none"`` is Dr. GRPO (MemAgent). Groups need
+    not be contiguous or equal-sized; a group whose rewards are all equal gets 0.
+
+    >>> group_advantages(torch.tensor([1.0, 0.0, 1.0, 1.0]), torch.tensor([0, 0, 1, 1]))
+    tensor([ 0.5000, -0.5000,  0.0000,  0.0000])
+    """
+    if rewards.shape != group_ids.shape or rewards.dim() != 1:
+        raise ValueError(f"rewards {tuple(rewards.shape)} and group_ids {tuple(group_ids.shape)} must be equal 1-D shapes")
+    if scale not in ("none", "group", "batch"):
+        raise ValueError(f"scale must be 'none', 'group' or 'batch', got {scale!r}")
+    _, inverse = torch.unique(group_ids, return_inverse=True)
+    counts = torch.bincount(inverse).to(rewards.dtype)
+    means = torch.zeros_like(counts).index_add_(0, inverse, rewards) / counts
+    advantages = rewards - means[inverse]
+    if scale == "group":
+        squares = torch.zeros_like(counts).index_add_(0, inverse, advantages**2)
+        std = torch.sqrt(squares / (counts - 1).clamp(min=1))  # unbiased, like TRL's nanstd
+        advantages = advantages / (std[inverse] + 1e-4)
+    elif scale == "batch":
+        std = rewards.std() if rewards.numel() > 1 else rewards.new_zeros(())
+        advantages = advantages / (std + 1e-4)
+    return advantages
+
+
+def rollout_group_ids(num_rollouts: int, num_generations: int, *, first_rollout: int = 0) -> list[int]:
+    """GRPO group of each rollout of a process's slice: its *question's* position, never its own.
+
+    TRL's sampler puts the ``num_generations`` copies of a question next to each other
+    in the global generation batch and gives each process a contiguous slice, so the
+    group is the global rollout position divided by G. (Grouping by trajectory instead
+    would make every group a singleton and every advantage zero.)
+
+    >>> rollout_group_ids(4, 2, first_rollout=4)
+    [2, 2, 3, 3]
+    """
+    if num_generations < 1:
+        raise ValueError(f"num_generations must be >= 1, got {num_generations!r}")
+    return [(first_rollout + i) // num_generations for i in range(num_rollouts)]
+
+
+@dataclass
+class RowBatch:
+    """The rows of a generation batch, before padding into tensors."""
+
+    prompt_ids: list[list[int]]
+    completion_ids: list[list[int]]
+    advantages: list[float]
+    token_weights: list[float]  # loss weight of each token of the row (1.0 for the token mean)
+    rollout_index: list[int]  # which rollout a row came from; -1 for padding rows
+
+    def __len__(self) -> int:
+        return len(self.prompt_ids)
+
+
+def rollout_rows(
+    rollouts: Sequence[Rollout],
+    advantages: Sequence[float],
+    *,
+    loss_aggregation: str = "token",
+    total_tokens: int | None = None,
+    total_rollouts: int | None = None,
+) -> RowBatch:
+    """One row per LLM call; every row of a rollout carries that rollout's advantage.
+
+    With ``loss_aggregation="rollout"`` each token of rollout ``r`` is weighted
+    ``total_tokens / (total_rollouts * tokens_r)``: TRL's token-mean loss then equals
+    the mean over rollouts of each rollout's token mean. ``total_*`` default to this
+    batch (pass the global counts when several processes share a batch).
+
+    >>> from langgraph_memagent.training.rollouts import LLMCall, Rollout
+    >>> rollout = Rollout(0, 0, [LLMCall([1], [2, 3], "m"), LLMCall([4], [5], "a")], {})
+    >>> rows = rollout_rows([rollout], [0.5])
+    >>> rows.completion_ids, rows.advantages
+    ([[2, 3], [5]], [0.5, 0.5])
+    """
+    if len(rollouts) != len(advantages):
+        raise ValueError(f"got {len(advantages)} advantages for {len(rollouts)} rollouts")
+    if loss_aggregation not in ("token", "rollout"):
+        raise ValueError(f"loss_aggregation must be 'token' or 'rollout', got {loss_aggregation!r}")
+    total_tokens = sum(r.completion_tokens for r in rollouts) if total_tokens is None else total_tokens
+    total_rollouts = len(rollouts) if total_rollouts is None else total_rollouts
+    rows = RowBatch([], [], [], [], [])
+    for index, (rollout, advantage) in enumerate(zip(rollouts, advantages)):
+        weight = 1.0
+        if loss_aggregation == "rollout":
+            weight = total_tokens / (total_rollouts * max(rollout.completion_tokens, 1))
+        for call in rollout.calls:
+            rows.prompt_ids.append(call.prompt_ids)
+            rows.completion_ids.append(call.completion_ids)
+            rows.advantages.append(float(advantage))
+            rows.token_weights.append(weight)
+            rows.rollout_index.append(index)
+    return rows
+
+
+def pad_rows(rows: RowBatch, multiple: int, pad_token_id: int) -> int:
+    """Append zero-mask, zero-advantage rows until ``len(rows)`` is a multiple of ``multiple``.
+
+    TRL splits a generation batch into ``steps_per_generation`` equal slices and drops
+    the remainder; padding rows carry no loss, so nothing real is dropped and nothing
+    fake is learnt. A padding row has a one-token prompt (an all-masked row would make
+    attention undefined) and an empty completion. Returns the number of rows added.
+
+    >>> rows = RowBatch([[1]] * 5, [[2]] * 5, [1.0] * 5, [1.0] * 5, list(range(5)))
+    >>> pad_rows(rows, 4, pad_token_id=0), len(rows), rows.advantages[-1]
+    (3, 8, 0.0)
+    """
+    if multiple < 1:
+        raise ValueError(f"multiple must be >= 1, got {multiple!r}")
+    missing = (-len(rows)) % multiple
+    for _ in range(missing):
+        rows.prompt_ids.append([pad_token_id])
+        rows.completion_ids.append([])
+        rows.advantages.append(0.0)
+        rows.token_weights.append(0.0)
+        rows.rollout_index.append(-1)
+    return missing
+
+
+def rows_to_tensors(rows: RowBatch, pad_token_id: int, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """Left-padded prompts, right-padded completions, masks, advantages and per-token weights.
+
+    >>> rows = RowBatch([[7, 8], [9]], [[1], [2, 3]], [0.5, -0.5], [1.0, 1.0], [0, 1])
+    >>> batch = rows_to_tensors(rows, pad_token_id=0)
+    >>> batch["prompt_ids"].tolist(), batch["completion_mask"].tolist()
+    ([[7, 8], [0, 9]], [[1, 0], [1, 1]])
+    """
+    prompts = [torch.tensor(ids, dtype=torch.long) for ids in rows.prompt_ids]
+    # An empty completion (padding row) still needs one column so every row has a width.
+    completions = [torch.tensor(ids or [pad_token_id], dtype=torch.long) for ids in rows.completion_ids]
+    completion_mask = [torch.full((max(len(ids), 1),), int(bool(ids)), dtype=torch.long) for ids in rows.completion_ids]
+    weights = [torch.full((len(c),), w, dtype=torch.float32) for c, w in zip(completions, rows.token_weights)]
+    return {
+        "prompt_ids": pad(prompts, padding_value=pad_token_id, padding_side="left").to(device),
+        "prompt_mask": pad([torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left").to(device),
+        "completion_ids": pad(completions, padding_value=pad_token_id, padding_side="right").to(device),
+        "completion_mask": pad(completion_mask, padding_value=0, padding_side="right").to(device),
+        "token_weights": pad(weights, padding_value=0.0, padding_side="right").to(device),
+        "advantages": torch.tensor(rows.advantages, dtype=torch.float32, device=device),
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Graphs, data and the rollout model
+# --------------------------------------------------------------------------------------
+def build_memagent_rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
+    """MemAgent with the config's budgets; chunking uses the policy's own tokenizer."""
+    from ..graphs.memagent import build_memagent_graph
+
+    return build_memagent_graph(
+        model,
+        chunk_tokens=config.chunk_tokens,
+        memory_tokens=config.memory_tokens,
+        answer_tokens=config.answer_tokens,
+        final_prompt=config.final_prompt,
+        tokenizer=tokenizer,
+    )
+
+
+GraphBuilder = Callable[[Any, MultiConvGRPOConfig, Any], Any]
+GRAPH_BUILDERS: dict[str, GraphBuilder] = {"memagent": build_memagent_rollout_graph}
+
+
+def memagent_graph_input(sample: dict[str, Any]) -> dict[str, Any]:
+    """The MemAgent input of a dataset row.
+
+    >>> memagent_graph_input({"question": "q?", "document": "text", "answers": ["a"]})
+    {'question': 'q?', 'document': 'text'}
+    """
+    return {"question": sample["question"], "document": sample["document"]}
+
+
+def policy_chat_model(trainer: "MultiConvGRPOTrainer") -> Any:
+    """A chat model generating with the trainer's policy module itself (current weights, adapter on)."""
+    from ..agents.local_model import LocalChatModel
+
+    args = trainer.args
+    return LocalChatModel.from_model(
+        trainer.accelerator.unwrap_model(trainer.model),
+        trainer.processing_class,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_completion_length,
+        max_batch_size=args.generation_max_batch_size,
+    )
+
+
+def _needle_values(document: str) -> list[str]:
+    """Values of every RULER needle sentence in a document, in order of appearance."""
+    from ..evals.ruler import NEEDLE
+
+    pattern = re.escape(NEEDLE).replace(r"\{value_type\}", r"\w+").replace(r"\{key\}", r"\S+?")
+    return re.findall(pattern.replace(r"\{value\}", r"(\S+?)"), document)
+
+
+def _sample_record(sample: Any) -> dict[str, Any]:
+    answers = [str(answer) for answer in sample.answers]
+    # Needles whose values are not gold are the distractors a lenient reward must not pay for.
+    distractors = [value for value in _needle_values(sample.document) if value not in answers]
+    return {
+        "question": sample.question,
+        "document": sample.document,
+        "answers": answers,
+        "distractors": distractors,
+        "task": sample.task,
+    }
+
+
+def generate_samples(task: str, codec: Any, *, num_samples: int, target_tokens: int, seed: int) -> list[dict[str, Any]]:
+    """Generated task records (``question``, ``document``, ``answers``, ``distractors``, ``task``).
+
+    Uses ``evals.ruler.generate_task`` (all RULER-style tasks, with distractor needles
+    for the multi-key ones) and falls back to ``niah_single_1`` where only that exists.
+    ``distractors`` lists the values of the document's needles that are not gold.
+    """
+    from ..evals import ruler
+
+    if hasattr(ruler, "generate_task"):
+        samples = ruler.generate_task(task, target_tokens, codec=codec, num_samples=num_samples, seed=seed)
+    elif task == "niah_single_1":
+        samples = [ruler.niah_single_1(codec, target_tokens, seed=seed + i) for i in range(num_samples)]
+    else:
+        raise ValueError(f"task {task!r} needs evals.ruler.generate_task, which is not available; use 'niah_single_1'")
+    return [_sample_record(sample) for sample in samples]
+
+
+def _question_of(record: dict[str, Any]) -> Any:
+    prompt = record.get("prompt")
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, (list, tuple)) and prompt and isinstance(prompt[-1], dict):
+        return prompt[-1].get("content")
+    return record.get("question", record.get("input"))
+
+
+def load_training_file(path: str | Path) -> list[dict[str, Any]]:
+    """Records of a JSON list, JSONL or parquet file in MemAgent's training or evaluation format.
+
+    Accepted fields: question from ``prompt`` (chat messages or a string), ``question`` or
+    ``input``; document from ``context`` or ``document``; golds from
+    ``reward_model.ground_truth`` or ``answers``. A record missing one raises with its index.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"train_file {str(path)!r} does not exist")
+    if path.suffix == ".parquet":
+        import pandas
+
+        raw = pandas.read_parquet(path).to_dict(orient="records")
+    elif path.suffix == ".jsonl":
+        raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(raw, list):
+        raise ValueError(f"train_file {str(path)!r} must hold a list of records, got {type(raw).__name__}")
+    records = []
+    for index, record in enumerate(raw):
+        question, document = _question_of(record), record.get("context", record.get("document"))
+        if not isinstance(question, str) or not isinstance(document, str):
+            raise ValueError(
+                f"record {index} of {str(path)!r}: expected a question ('prompt', 'question' or 'input') and a "
+                f"document string ('context' or 'document'); keys: {sorted(record)}"
+            )
+        answers = record.get("reward_model")
+        if isinstance(answers, dict) and not isinstance(answers.get("ground_truth"), (str, list)):
+            answers = {"ground_truth": list(answers["ground_truth"])}  # parquet stores lists as arrays
+        golds = gold_answers({"answers": record.get("answers"), "reward_model": answers} if answers else record)
+        records.append({"question": question, "document": document, "answers": golds, "distractors": [], "task": "file"})
+    return records
+
+
+# --------------------------------------------------------------------------------------
+# The trainer
+# --------------------------------------------------------------------------------------
+@contextmanager
+def _eval_mode(module: torch.nn.Module):
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)
+
+
+class RewardCurveCallback(TrainerCallback):
+    """Writes ``reward_curve.png`` (mean rollout reward per logged step) when training ends."""
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.is_world_process_zero:
+            plot_reward_curve(state.log_history, Path(args.output_dir) / "reward_curve.png")
+
+
+def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
+    """Plot ``reward`` (and ``reward_std`` as a band) against ``step``; ``None`` if nothing was logged."""
+    points = [(entry["step"], entry["reward"], entry.get("reward_std", 0.0)) for entry in log_history if "reward" in entry]
+    if not points:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps, means, stds = zip(*points)
+    figure, axes = plt.subplots(figsize=(6, 3.5))
+    axes.plot(steps, means, marker="o", label="mean rollout reward")
+    axes.fill_between(steps, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)], alpha=0.2)
+    axes.set_xlabel("optimizer step")
+    axes.set_ylabel("reward")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+class MultiConvGRPOTrainer(GRPOTrainer):
+    """GRPO over multi-conversation rollouts: every LLM call of a graph run is a row.
+
+    Args:
+        model: the policy (a loaded causal LM, PEFT-wrapped or not, or a model id).
+        args: a :class:`MultiConvGRPOConfig`.
+        train_dataset: rows with the graph's input fields and gold answers (``answers``
+            or ``reward_model.ground_truth``); see :func:`generate_samples`.
+        reward_fn: ``reward_fn(graph_output, row) -> float``; default
+            :class:`AnswerReward` with ``args.reward_metric``.
+        graph_builder: ``graph_builder(chat_model, args, tokenizer) -> graph``; default
+            from ``GRAPH_BUILDERS[args.graph]``.
+        graph_input: ``graph_input(row) -> graph input``; default question + document.
+        rollout_model: ``rollout_model(trainer) -> chat model``; default
+            :func:`policy_chat_model` (generation on the current policy). Anything else
+            must generate with the current weights or the ratio is off-policy.
+        peft_config, processing_class, callbacks, eval_dataset: as TRL's ``GRPOTrainer``.
+    """
+
+    _tag_names = ["trl", "grpo", "memagent", "multi-conversation"]
+
+    def __init__(
+        self,
+        model: Any,
+        args: MultiConvGRPOConfig,
+        train_dataset: Any,
+        *,
+        reward_fn: RewardFn | None = None,
+        graph_builder: GraphBuilder | None = None,
+        graph_input: Callable[[dict[str, Any]], dict[str, Any]] = memagent_graph_input,
+        rollout_model: Callable[["MultiConvGRPOTrainer"], Any] = policy_chat_model,
+        processing_class: Any = None,
+        peft_config: Any = None,
+        eval_dataset: Any = None,
+        callbacks: list[TrainerCallback] | None = None,
+    ):
+        if not isinstance(args, MultiConvGRPOConfig):
+            raise TypeError(f"args must be a MultiConvGRPOConfig, got {type(args).__name__}")
+        if graph_builder is None and args.graph not in GRAPH_BUILDERS:
+            raise ValueError(f"unknown graph {args.graph!r}; expected one of {sorted(GRAPH_BUILDERS)}")
+        self.rollout_reward = reward_fn or AnswerReward(args.reward_metric)
+        self.graph_builder = graph_builder or GRAPH_BUILDERS[args.graph]
+        self.graph_input = graph_input
+        self.rollout_model = rollout_model
+        self._rollout_graph: Any = None
+        callbacks = list(callbacks or [])
+        if args.reward_curve:
+            callbacks.append(RewardCurveCallback())
+        super().__init__(
+            model=model,
+            # TRL requires a reward source; the reward is applied per rollout in
+            # _generate_and_score_completions, never through TRL's per-completion path.
+            reward_funcs=[self.rollout_reward],
+            args=args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=processing_class,
+            callbacks=callbacks,
+            peft_config=peft_config,
+        )
+
+    # Rollouts -------------------------------------------------------------------------
+    def _graph(self) -> Any:
+        if self._rollout_graph is None:
+            self._rollout_graph = self.graph_builder(self.rollout_model(self), self.args, self._tokenizer)
+        return self._rollout_graph
+
+    def _run_rollouts(self, inputs: list[dict[str, Any]], group_ids: list[int], first_rollout_id: int) -> list[Rollout]:
+        unwrapped_context = unwrap_model_for_generation(
+            self.model_wrapped,
+            self.accelerator,
+            gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+            gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+        )
+        with unwrapped_context as unwrapped, torch.no_grad(), _eval_mode(unwrapped):
+            return run_rollouts(
+                self._graph(),
+                [self.graph_input(sample) for sample in inputs],
+                group_ids,
+                max_concurrency=self.args.rollout_concurrency or None,
+                first_rollout_id=first_rollout_id,
+            )
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
+        mode = "train" if self.model.training else "eval"
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        first = self.accelerator.process_index * len(inputs)
+        group_ids = rollout_group_ids(len(inputs), num_generations, first_rollout=first)
+        started = time.perf_counter()
+        rollouts = self._run_rollouts(inputs, group_ids, first)
+        seconds = time.perf_counter() - started
+        score_rollouts(rollouts, inputs, self.rollout_reward)
+        return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
+
+    def _batch_from_rollouts(
+        self, rollouts: Sequence[Rollout], mode: str, *, rollout_seconds: float = 0.0
+    ) -> dict[str, torch.Tensor | Any]:
+        """Scored rollouts of this process -> the dict TRL's ``_compute_loss`` consumes.
+
+        Advantages are computed over the rollouts of all processes (a group may span
+        processes), then this process's rows are built, padded and scored by the old
+        and reference policies.
+        """
+        device = self.accelerator.device
+        first = self.accelerator.process_index * len(rollouts)
+        rewards = self.accelerator.gather(torch.tensor([r.reward for r in rollouts], dtype=torch.float32, device=device))
+        groups = self.accelerator.gather(torch.tensor([r.group_id for r in rollouts], dtype=torch.long, device=device))
+        all_advantages = group_advantages(rewards, groups, scale=self.scale_rewards)
+        advantages = all_advantages[first : first + len(rollouts)]
+
+        if self.mask_truncated_completions:
+            # A call cut off at its token limit carries no loss (and no tokens in the mean).
+            for rollout in rollouts:
+                for call in rollout.calls:
+                    if call.completion_ids and call.completion_ids[-1] not in self.eos_token_ids:
+                        call.completion_ids = []
+        local_tokens = torch.tensor(sum(r.completion_tokens for r in rollouts), device=device)
+        rows = rollout_rows(
+            rollouts,
+            advantages.tolist(),
+            loss_aggregation=self.args.loss_aggregation,
+            total_tokens=int(self.accelerator.gather(local_tokens).sum().item()),
+            total_rollouts=int(rewards.numel()),
+        )
+        padding = pad_rows(rows, self.args.steps_per_generation, self._tokenizer.pad_token_id) if mode == "train" else 0
+        batch = rows_to_tensors(rows, self._tokenizer.pad_token_id, device)
+        completion_mask = batch["completion_mask"]
+        old_per_token_logps, ref_per_token_logps = self._reference_logps(batch, mode)
+        self._log_rollouts(mode, rollouts, rewards, groups, all_advantages, rows, padding, rollout_seconds)
+
+        output = {
+            "prompt_ids": batch["prompt_ids"],
+            "prompt_mask": batch["prompt_mask"],
+            "completion_ids": batch["completion_ids"],
+            "completion_mask": completion_mask,
+            "advantages": batch["advantages"],
+            "num_items_in_batch": self.accelerator.gather(completion_mask.sum()).sum(),
+        }
+        if self.args.loss_aggregation == "rollout":
+            # TRL's loss mask is completion_mask * tool_mask; per-token weights there turn its
+            # token mean into a mean over rollouts (see rollout_rows).
+            output["tool_mask"] = batch["token_weights"]
+        if old_per_token_logps is not None:
+            output["old_per_token_logps"] = old_per_token_logps
+        if ref_per_token_logps is not None:
+            output["ref_per_token_logps"] = ref_per_token_logps
+        return output
+
+    def _reference_logps(self, batch: dict[str, torch.Tensor], mode: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Old-policy log-probs (needed when a rollout batch feeds several optimizer steps) and reference ones."""
+        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        logits_to_keep = batch["completion_ids"].size(1)
+        batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+        old, ref = None, None
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            generate_every = self.args.steps_per_generation * self.num_iterations
+            if self.args.gradient_accumulation_steps % generate_every != 0:
+                old, _, _ = self._get_per_token_logps_and_entropies(
+                    self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
+                )
+            if self.beta != 0.0:
+                if self.ref_model is not None:
+                    ref, _, _ = self._get_per_token_logps_and_entropies(
+                        self.ref_model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
+                    )
+                else:
+                    # PEFT: the reference is the base model (adapter disabled) or a frozen "ref" adapter.
+                    unwrapped = self.accelerator.unwrap_model(self.model)
+                    with use_adapter(unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None):
+                        ref, _, _ = self._get_per_token_logps_and_entropies(
+                            self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
+                        )
+        return old, ref
+
+    def _log_rollouts(
+        self,
+        mode: str,
+        rollouts: Sequence[Rollout],
+        rewards: torch.Tensor,
+        groups: torch.Tensor,
+        advantages: torch.Tensor,
+        rows: RowBatch,
+        padding: int,
+        seconds: float,
+    ) -> None:
+        metrics = self._metrics[mode]
+        zero_spread = [bool((rewards[groups == group] == rewards[groups == group][0]).all()) for group in groups.unique()]
+        conversations = [len(r.calls) for r in rollouts]
+        metrics["reward"].append(rewards.mean().item())
+        metrics["reward_std"].append(rewards.std().item() if rewards.numel() > 1 else 0.0)
+        metrics["frac_reward_zero_std"].append(sum(zero_spread) / len(zero_spread))
+        metrics["advantages/mean"].append(advantages.mean().item())
+        metrics["advantages/abs_mean"].append(advantages.abs().mean().item())
+        metrics["advantages/min"].append(advantages.min().item())
+        metrics["advantages/max"].append(advantages.max().item())
+        metrics["conversations_per_rollout/mean"].append(sum(conversations) / len(conversations))
+        metrics["conversations_per_rollout/min"].append(min(conversations))
+        metrics["conversations_per_rollout/max"].append(max(conversations))
+        metrics["tokens/completion_per_rollout"].append(sum(r.completion_tokens for r in rollouts) / len(rollouts))
+        metrics["tokens/prompt_per_row"].append(sum(map(len, rows.prompt_ids[: len(rows) - padding])) / max(len(rows) - padding, 1))
+        metrics["rows"].append(len(rows) - padding)
+        metrics["padding_rows"].append(padding)
+        metrics["rollout_seconds"].append(seconds)
+        if self.accelerator.is_main_process:
+            logger.info(
+                "rollout batch at step %d: %d rollouts, %d rows (+%d padding), reward %.3f +- %.3f, %.1f s",
+                self.state.global_step, len(rollouts), len(rows) - padding, padding,
+                rewards.mean().item(), metrics["reward_std"][-1], seconds,
+            )
+
+
+# --------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------
+_DESCRIPTION = (
+    "Multi-conversation GRPO (MemAgent's Multi-Conv DAPO) on TRL. Presets: "
+    + "; ".join(f"--preset {name}" for name in PRESETS)
+    + ". Options given after a preset override it."
+)
+
+
+def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
+    """Parse the command line into a :class:`MultiConvGRPOConfig`, applying ``--preset`` first.
+
+    >>> parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/x", "--max_steps", "2"]).max_steps
+    2
+    """
+    from transformers import HfArgumentParser
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--preset", default=None)
+    preset = early.parse_known_args(argv)[0].preset
+    if preset is not None and preset not in PRESETS:
+        raise SystemExit(f"unknown --preset {preset!r}; expected one of {sorted(PRESETS)}")
+    parser = HfArgumentParser(MultiConvGRPOConfig, description=_DESCRIPTION)
+    if preset is not None:
+        parser.set_defaults(**PRESETS[preset])
+    (config,) = parser.parse_args_into_dataclasses(args=argv)
+    return config
+
+
+def load_policy(config: MultiConvGRPOConfig) -> tuple[Any, Any]:
+    """The policy model and tokenizer named by ``config.model_name_or_path`` (float32 on CPU)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    name = config.model_name_or_path
+    if name == "smollm2-135m":
+        from ..agents.embedded import embedded_model_dir
+
+        name = str(embedded_model_dir())
+    dtype = torch.bfloat16 if config.bf16 else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype)
+    return model, AutoTokenizer.from_pretrained(name)
+
+
+def lora_config(config: MultiConvGRPOConfig) -> Any:
+    """The PEFT LoRA config of ``config`` (``None`` for full fine-tuning)."""
+    if not config.use_lora:
+        return None
+    from peft import LoraConfig
+
+    targets = config.lora_target_modules
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=targets if targets == "all-linear" else [name.strip() for name in targets.split(",")],
+        task_type="CAUSAL_LM",
+    )
+
+
+def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
+    """The training rows: ``train_file`` if given, else generated ``task`` samples."""
+    from datasets import Dataset
+
+    from ..agents.tokenizers import resolve_tokenizer
+
+    if config.train_file:
+        records = load_training_file(config.train_file)
+    else:
+        records = generate_samples(
+            config.task,
+            resolve_tokenizer(tokenizer),
+            num_samples=config.num_train_samples,
+            target_tokens=config.target_tokens,
+            seed=config.data_seed,
+        )
+    return Dataset.from_list(records)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Train from the command line; returns the process exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    config = parse_config(argv)
+    model, tokenizer = load_policy(config)
+    dataset = training_dataset(config, tokenizer)
+    trainer = MultiConvGRPOTrainer(
+        model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=lora_config(config)
+    )
+    trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+    trainer.save_model(config.output_dir)
+    steps = [entry for entry in trainer.state.log_history if "step_time" in entry]
+    if steps:
+        seconds = sum(entry["step_time"] for entry in steps) / len(steps)
+        logger.info("mean optimizer-step time (excluding rollouts): %.2f s", seconds)
+    return 0
+
+
+__all__ = [
+    "GRAPH_BUILDERS",
+    "MultiConvGRPOConfig",
+    "MultiConvGRPOTrainer",
+    "PRESETS",
+    "RowBatch",
+    "generate_samples",
+    "group_advantages",
+    "load_training_file",
+    "main",
+    "pad_rows",
+    "parse_config",
+    "plot_reward_curve",
+    "rollout_group_ids",
+    "rollout_rows",
+    "rows_to_tensors",
+]
+
+if __name__ == "__main__":
+    raise SystemExit(main())

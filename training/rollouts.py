@@ -1,0 +1,154 @@
+"""Rollout recording: run a graph of this package and keep every LLM call as one training row.
+
+A MemAgent rollout is not one conversation but several independent single-message
+calls (one per memory update, one final answer). Each call is a (prompt ids,
+completion ids) pair that a multi-conversation GRPO trainer turns into one row. The
+recorder is an ordinary LangChain callback handler: it reads the exact token ids the
+backend reports in ``response_metadata`` (``LocalChatModel`` does; so does any model
+that fills ``prompt_token_ids`` / ``completion_token_ids``), so it works for any graph
+(MemAgent, SUMER, AgeMem) without touching the graph's code.
+
+One handler per rollout tags the calls with their rollout: the graph runs of a batch
+execute concurrently, and a handler attached through a run's config only sees that run.
+
+>>> recorder = CallRecorder(rollout_id=0)
+>>> recorder.calls
+[]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import LLMResult
+
+
+class MissingTokenIdsError(RuntimeError):
+    """A model call reported no token ids, so it cannot become a training row."""
+
+
+@dataclass
+class LLMCall:
+    """One recorded model call: a training row's tokens and what the model said."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    text: str
+    finish_reason: str | None = None  # "stop" (EOS) or "length" (hit max_tokens), as the backend reports
+
+
+@dataclass
+class Rollout:
+    """One graph run of one sample: its calls in order, its output and its reward.
+
+    ``group_id`` names the GRPO group (all rollouts of the same sample in one batch);
+    ``rollout_id`` is unique per run. The reward comes from the final call only (the
+    graph's ``response``), but the advantage applies to every call.
+    """
+
+    rollout_id: int
+    group_id: int
+    calls: list[LLMCall]
+    output: dict[str, Any]
+    reward: float = 0.0
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens over all calls (the tokens that carry loss)."""
+        return sum(len(call.completion_ids) for call in self.calls)
+
+
+class CallRecorder(BaseCallbackHandler):
+    """Collects the token ids of every chat-model call of one graph run, in call order.
+
+    Attach one per run: ``graph.invoke(inputs, {"callbacks": [CallRecorder(rollout_id=i)]})``.
+    Calls within one MemAgent run are sequential, so arrival order is call order; the
+    lock covers graphs that fan out calls in parallel threads.
+    """
+
+    raise_error = True  # a call without token ids must stop training, not vanish silently
+
+    def __init__(self, rollout_id: int):
+        self.rollout_id = rollout_id
+        self.calls: list[LLMCall] = []
+        self._lock = threading.Lock()
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                metadata = getattr(message, "response_metadata", None) or {}
+                prompt_ids, completion_ids = metadata.get("prompt_token_ids"), metadata.get("completion_token_ids")
+                if prompt_ids is None or completion_ids is None:
+                    raise MissingTokenIdsError(
+                        f"rollout {self.rollout_id}: a model call reported no 'prompt_token_ids'/'completion_token_ids' "
+                        f"in response_metadata (keys: {sorted(metadata)}); train with a backend that records them, "
+                        "e.g. LocalChatModel.from_model(policy, tokenizer)"
+                    )
+                with self._lock:
+                    self.calls.append(
+                        LLMCall(list(prompt_ids), list(completion_ids), generation.text, metadata.get("finish_reason"))
+                    )
+
+
+def run_rollouts(
+    graph: Any,
+    graph_inputs: Sequence[dict[str, Any]],
+    group_ids: Sequence[int],
+    *,
+    max_concurrency: int | None = None,
+    first_rollout_id: int = 0,
+) -> list[Rollout]:
+    """Run ``graph`` once per input, concurrently, recording every LLM call of every run.
+
+    Runs go through ``graph.batch`` so a batching backend (``LocalChatModel``) decodes
+    the calls of all rollouts together. A run that fails raises with its rollout id;
+    a run that made no model call is an error too (nothing to train on).
+
+    Args:
+        graph: any compiled graph of this package (or any runnable whose model calls
+            report token ids).
+        graph_inputs: one graph input per rollout (the same input G times for a group).
+        group_ids: the GRPO group of each rollout (same length as ``graph_inputs``).
+        max_concurrency: most runs in flight at once (``None``: all).
+        first_rollout_id: id of the first rollout (ids are consecutive).
+
+    >>> run_rollouts(None, [{"question": "q"}], [0, 1])
+    Traceback (most recent call last):
+    ...
+    ValueError: graph_inputs (1) and group_ids (2) must have one entry per rollout
+    """
+    if len(graph_inputs) != len(group_ids):
+        raise ValueError(
+            f"graph_inputs ({len(graph_inputs)}) and group_ids ({len(group_ids)}) must have one entry per rollout"
+        )
+    recorders = [CallRecorder(first_rollout_id + i) for i in range(len(graph_inputs))]
+    configs = [
+        {"callbacks": [recorder], "metadata": {"rollout_id": recorder.rollout_id, "group_id": group}}
+        for recorder, group in zip(recorders, group_ids)
+    ]
+    outputs = graph.batch(list(graph_inputs), configs, max_concurrency=max_concurrency, return_exceptions=True)
+    rollouts = []
+    for recorder, group, output in zip(recorders, group_ids, outputs):
+        if isinstance(output, BaseException):
+            raise RuntimeError(f"rollout {recorder.rollout_id} (group {group}) failed: {output}") from output
+        if not recorder.calls:
+            raise RuntimeError(f"rollout {recorder.rollout_id} (group {group}) made no model call")
+        rollouts.append(Rollout(recorder.rollout_id, group, recorder.calls, dict(output)))
+    return rollouts
+
+
+RewardFn = Callable[[dict[str, Any], dict[str, Any]], float]
+
+
+def score_rollouts(rollouts: Sequence[Rollout], samples: Sequence[dict[str, Any]], reward_fn: RewardFn) -> None:
+    """Set each rollout's reward to ``reward_fn(graph output, sample)``."""
+    for rollout, sample in zip(rollouts, samples, strict=True):
+        rollout.reward = float(reward_fn(rollout.output, sample))
+
+
+__all__ = ["CallRecorder", "LLMCall", "MissingTokenIdsError", "Rollout", "RewardFn", "run_rollouts", "score_rollouts"]
