@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -30,7 +30,7 @@ from langgraph.graph.state import CompiledStateGraph
 from ..agents.answers import extract_answer
 from ..agents.prompts import FinalPromptStyle, fill_template
 from ..agents.tokenizers import HFTokenCodec, TokenCodec, encode_long, resolve_tokenizer
-from ..graphs.calls import NO_USAGE, TokenUsage, acall_model, add_usage, call_model
+from ..graphs.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, add_usage, call_model
 
 TruncationMode = Literal["center", "error"]
 
@@ -69,25 +69,14 @@ class ContextOverflowError(ValueError):
     """The prompt does not fit ``max_input_tokens`` and truncation was not allowed."""
 
 
-class FullContextInput(TypedDict):
-    """What a run takes (the same as MemAgent's)."""
-
-    question: str
-    document: str
-
-
-class FullContextOutput(TypedDict, total=False):
+class FullContextOutput(AnswerOutput, total=False):
     """What a run returns: MemAgent's contract plus what truncation did."""
 
-    question: str
-    answer: str | None  # extracted answer; None when the reply holds none
-    response: str  # raw reply
     memory: str  # always "": this baseline keeps no memory
     truncated: bool  # True when document tokens were dropped to fit the window
     dropped_tokens: int  # document tokens removed from the middle
     document_tokens: int  # document length under the chunking tokenizer
     prompt_tokens: int  # counted prompt length, chat template included when known
-    usage: TokenUsage
 
 
 class FullContextState(FullContextOutput, total=False):
@@ -345,7 +334,7 @@ def build_full_context_graph(
         truncation=truncation,
         final_prompt=final_prompt,
     )
-    builder = StateGraph(FullContextState, input_schema=FullContextInput, output_schema=FullContextOutput)
+    builder = StateGraph(FullContextState, input_schema=QuestionInput, output_schema=FullContextOutput)
     builder.add_node("answer", RunnableCallable(steps.answer, steps.aanswer, trace=False))
     builder.add_edge(START, "answer")
     builder.add_edge("answer", END)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -26,7 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ..agents.prompts import FinalPromptStyle, fill_template
 from ..agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
-from ..graphs.calls import TokenUsage, acall_model, call_model
+from ..graphs.calls import AnswerOutput, QuestionInput, acall_model, call_model
 from .embeddings import load_embeddings
 from .full_context import answer_update, validated_inputs
 
@@ -63,24 +63,13 @@ RAG_TEMPLATES: dict[str, str] = {"boxed": RAG_BOXED_TEMPLATE, "answer_is": RAG_A
 PASSAGE_GAP = "\n[...]\n"
 
 
-class RagInput(TypedDict):
-    """What a run takes (the same as MemAgent's)."""
-
-    question: str
-    document: str
-
-
-class RagOutput(TypedDict, total=False):
+class RagOutput(AnswerOutput, total=False):
     """What a run returns: MemAgent's contract plus what retrieval picked."""
 
-    question: str
-    answer: str | None  # extracted answer; None when the reply holds none
-    response: str  # raw reply
     memory: str  # the retrieved text the answer call saw
     num_chunks: int
     retrieved: list[int]  # indices of the retrieved chunks, in document order
     retrieval_scores: list[float]  # cosine similarity of each retrieved chunk, same order
-    usage: TokenUsage
 
 
 class RagState(RagOutput, total=False):
@@ -262,7 +251,7 @@ def build_rag_graph(
         answer_tokens=answer_tokens,
         final_prompt=final_prompt,
     )
-    builder = StateGraph(RagState, input_schema=RagInput, output_schema=RagOutput)
+    builder = StateGraph(RagState, input_schema=QuestionInput, output_schema=RagOutput)
     builder.add_node("retrieve", RunnableCallable(steps.retrieve, steps.aretrieve, trace=False))
     builder.add_node("answer", RunnableCallable(steps.answer, steps.aanswer, trace=False))
     builder.add_edge(START, "retrieve")

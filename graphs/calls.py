@@ -1,4 +1,5 @@
-"""Model calls made by graph nodes: token-usage accounting and errors that name the endpoint.
+"""The contract every graph shares, and model calls made by graph nodes: token-usage accounting
+and errors that name the endpoint.
 
 Every graph of this package makes single-user-message calls and sums what the model
 reports; a failed call becomes a :class:`ModelCallError` that says which step failed and
@@ -21,6 +22,23 @@ class TokenUsage(TypedDict):
 
 
 NO_USAGE: TokenUsage = {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0}
+
+
+class QuestionInput(TypedDict):
+    """What every graph of this package takes: a question about one long document."""
+
+    question: str
+    document: str
+
+
+class AnswerOutput(TypedDict, total=False):
+    """What every graph returns, so one harness can compare them; graphs add their own keys."""
+
+    question: str
+    answer: str | None  # extracted answer; None when the reply holds none
+    response: str  # raw final reply
+    memory: str  # what the answer call read besides the question (graph-specific)
+    usage: TokenUsage
 
 
 class ModelCallError(RuntimeError):

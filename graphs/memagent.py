@@ -23,7 +23,7 @@ import logging
 import math
 import uuid
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Iterator, Literal, TypedDict
+from typing import Any, AsyncIterator, Iterator, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -39,7 +39,7 @@ from langgraph.store.memory import InMemoryStore
 from ..agents.answers import extract_answer
 from ..agents.prompts import MEMORY_START, FinalPromptStyle, final_prompt, memory_update_prompt
 from ..agents.tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
-from .calls import TokenUsage, acall_model, add_usage, call_model
+from .calls import AnswerOutput, QuestionInput, acall_model, add_usage, call_model
 
 logger = logging.getLogger(__name__)
 
@@ -50,24 +50,16 @@ _FIXED_STEPS = 5
 _CHUNKS_PER_WRITE = 64
 
 
-class MemAgentInput(TypedDict):
-    """What a run takes."""
-
-    question: str
-    document: str
+MemAgentInput = QuestionInput
 
 
-class MemAgentOutput(TypedDict, total=False):
+class MemAgentOutput(AnswerOutput, total=False):
     """What a run returns."""
 
-    question: str
-    answer: str | None  # extracted answer; None when the reply holds none
-    response: str  # raw final reply
     memory: str  # memory after the last chunk
     chunks_read: int
     num_chunks: int
     empty_memory_updates: int  # chunks after which the model returned an empty memory
-    usage: TokenUsage
 
 
 class MemAgentState(MemAgentOutput, total=False):
