@@ -25,7 +25,8 @@ from langgraph_memagent.evals.ruler import render_ruler_input
 BYTES = TiktokenCodec(
     tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
 )
-LOCOMO = Path("/work/shared/data/locomo_conv30.json")
+# The real LoCoMo conversation sits in shared/data beside the checkout (CI clones it there too).
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 ROUND_TRIP_TASKS = ["niah_single_1", "niah_multikey_3", "niah_multiquery", "vt", "fwe", "qa"]
 
 
