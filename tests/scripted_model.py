@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -74,3 +74,54 @@ def needle_reader(prompt: str) -> str:
         return f"The number is {found.group(1)}" if found else memory(prompt)
     found = re.search(r"\d+", memory(prompt))
     return f"\\boxed{{{found.group(0)}}}" if found else "I do not know."
+
+
+ToolResponder = Callable[[list[BaseMessage], list[dict[str, Any]]], "AIMessage | str"]
+
+
+class ScriptedToolModel(BaseChatModel):
+    """A scripted tool-calling chat model: ``responder(messages, tools)`` decides the reply.
+
+    ``bind_tools`` converts tools to OpenAI schemas (as real chat models do) and passes them
+    to the responder, which returns an ``AIMessage`` (with ``tool_calls`` or
+    ``invalid_tool_calls``) or plain text. Every call's messages are kept in ``calls``.
+    """
+
+    responder: ToolResponder
+    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-tools"
+
+    @property
+    def calls(self) -> list[list[BaseMessage]]:
+        """The messages of every call, in arrival order."""
+        return list(self._calls)
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        return self.bind(tools=[convert_to_openai_tool(tool) for tool in tools], **kwargs)
+
+    def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> ChatResult:
+        with self._lock:
+            self._calls.append(list(messages))
+        reply = self.responder(list(messages), kwargs.get("tools", []))
+        message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply)
+        words = sum(len(m.text.split()) for m in messages)
+        out = len(message.text.split()) + sum(len(str(call["args"]).split()) for call in message.tool_calls)
+        message.usage_metadata = {"input_tokens": words, "output_tokens": out, "total_tokens": words + out}
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        return self._reply(messages, kwargs)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        return self._reply(messages, kwargs)
+
+
+def tool_call(name: str, call_id: str = "call-1", **args: Any) -> dict[str, Any]:
+    """A LangChain tool call dict, for scripted replies: ``AIMessage("", tool_calls=[tool_call("f", x=1)])``."""
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
