@@ -43,7 +43,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
@@ -227,6 +227,8 @@ class ComparisonConfig:
     """Seed of the generated samples (same seed, same samples)."""
     data: tuple[str, ...] = ()
     """Data files or globs (any format ``evals.loaders.load_records`` reads) used instead of generated tasks; one length column per file."""
+    data_options: dict[str, Any] = field(default_factory=dict)
+    """Options for ``load_records`` (``pool``, ``num_docs``, ``include_adversarial``, ``task``), applied to every data file."""
     out: str | Path = "results"
     """Output directory: results, sample cache, tables and plots."""
     model: str = EMBEDDED_MODEL
@@ -371,34 +373,48 @@ def expand_data_paths(specs: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def prepare_samples(config: ComparisonConfig, codec: Any) -> list[SampleSet]:
-    """The comparison's sample sets: one per data file, or one per task x length."""
+DATA_OPTIONS = ("task", "pool", "num_docs", "seed", "include_adversarial")
+
+
+def iter_sample_sets(config: ComparisonConfig, codec: Any) -> Iterator[SampleSet]:
+    """The comparison's sample sets, one at a time: per data file, or per task x length.
+
+    Data files are read only when their turn comes, so a paper-scale run over
+    ``eval_50 ... eval_25600`` holds one file's documents in memory, not all of them.
+    """
     if config.data:
         from .loaders import load_records
 
-        sets = []
+        unknown = set(config.data_options) - set(DATA_OPTIONS)
+        if unknown:
+            raise ComparisonError(f"unknown data option(s) {sorted(unknown)}; known: {', '.join(DATA_OPTIONS)}")
         for path in config.data:
-            records = load_records(path)
+            try:
+                records = load_records(path, **config.data_options)
+            except ValueError as error:  # DataFileError and missing pool= / num_docs=
+                raise ComparisonError(str(error)) from error
             if not records:
                 raise ComparisonError(f"data file {path!r} holds no records")
             by_task: dict[str, list[Any]] = {}
             for record in records:
                 by_task.setdefault(record.task, []).append(record)
-            sets += [SampleSet(task, Path(path).stem, None, None, path, chosen) for task, chosen in by_task.items()]
-        return sets
+            yield from (SampleSet(task, Path(path).stem, None, None, path, chosen) for task, chosen in by_task.items())
+        return
     cache_dir = Path(config.out) / SAMPLES_DIR
-    return [
-        SampleSet(
-            task,
-            format_tokens(length),
-            length,
-            config.seed,
-            "generated",
-            generated_samples(task, length, codec=codec, samples=config.samples, seed=config.seed, cache_dir=cache_dir),
-        )
-        for task in config.task
-        for length in config.lengths
-    ]
+    for task in config.task:
+        for length in config.lengths:
+            made = generated_samples(task, length, codec=codec, samples=config.samples, seed=config.seed, cache_dir=cache_dir)
+            yield SampleSet(task, format_tokens(length), length, config.seed, "generated", made)
+
+
+def graph_input(sample: Any) -> dict[str, Any]:
+    """What a graph is invoked with: question and document, plus a conversation's raw turns when the
+    sample has them (LoCoMo), for memory banks that store messages; graphs ignore keys they lack."""
+    inputs = {"question": sample.question, "document": sample.document}
+    turns = (sample.meta or {}).get("turns")
+    if turns:
+        inputs["turns"] = turns
+    return inputs
 
 
 # Scoring ------------------------------------------------------------------------------------
@@ -557,7 +573,7 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
     output: dict[str, Any] = {}
     error: BaseException | None = None
     try:
-        output = graph.invoke({"question": sample.question, "document": sample.document}, {"callbacks": [recorder]})
+        output = graph.invoke(graph_input(sample), {"callbacks": [recorder]})
     except Exception as failure:  # one bad sample must not end a long comparison
         if _backend_down(failure):
             return failure
@@ -600,6 +616,23 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
     return None
 
 
+def _pending_jobs(sample_set: SampleSet, graph_names: Sequence[str], done: dict[tuple, dict[str, Any]], results_path: Path) -> list[_Job]:
+    """The graph x sample runs of ``sample_set`` without a result yet; a result made on another sample is an error."""
+    jobs = []
+    for index, sample in enumerate(sample_set.samples):
+        for name in graph_names:
+            key = (name, sample_set.task, sample_set.length, index, sample_set.seed)
+            previous = done.get(key)
+            if previous is not None and previous.get("sample_id") != _sample_id(sample):
+                raise ComparisonError(
+                    f"{results_path} has a result for {key} made on a different sample "
+                    "(changed data file or generator); use a new --out directory"
+                )
+            if previous is None:
+                jobs.append(_Job(name, sample_set, index, sample))
+    return jobs
+
+
 @dataclass
 class ComparisonResult:
     """Where a comparison wrote its outputs, and its summary."""
@@ -635,42 +668,40 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
     out.mkdir(parents=True, exist_ok=True)
     _check_manifest(out, _manifest(config, model, codec))
     flops_model = resolve_flops_model(config.flops_model, model, config.model)
-    sample_sets = prepare_samples(config, codec)
     results_path = out / RESULTS_FILE
     done = {_key(r): r for r in read_results(results_path) if not (config.retry_errors and r.get("error"))}
-    jobs = []
-    for sample_set in sample_sets:
-        for index, sample in enumerate(sample_set.samples):
-            for name in config.graphs:
-                key = (name, sample_set.task, sample_set.length, index, sample_set.seed)
-                previous = done.get(key)
-                if previous is not None and previous.get("sample_id") != _sample_id(sample):
-                    raise ComparisonError(
-                        f"{results_path} has a result for {key} made on a different sample "
-                        "(changed data file or generator); use a new --out directory"
-                    )
-                if previous is None:
-                    jobs.append(_Job(name, sample_set, index, sample))
-    graphs = {name: GRAPH_BUILDERS[name](model, config.graph_options, codec) for name in dict.fromkeys(job.graph for job in jobs)}
-    document_tokens: dict[int, int] = {}
+    graphs: dict[str, Any] = {}
     writer = _ResultsWriter(results_path)
     executor = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="compare")
+    pending: set[Future] = set()
+
+    def drain(until: int) -> None:
+        nonlocal pending
+        while len(pending) > until:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                down = future.result()
+                if down is not None:
+                    for other in pending:
+                        other.cancel()
+                    raise BackendUnavailable(f"the model backend is unreachable, stopping the comparison: {down}") from down
+                bar.update(1)
+
     try:
-        with tqdm(total=len(jobs), unit="sample", desc="comparing", file=sys.stderr, disable=not config.progress) as bar:
-            pending: set[Future] = set()
-            for job in jobs:
-                if id(job.sample) not in document_tokens:
-                    document_tokens[id(job.sample)] = len(encode_long(job.sample.document, codec))
-                pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, document_tokens[id(job.sample)], writer))
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    down = future.result()
-                    if down is not None:
-                        for other in pending:
-                            other.cancel()
-                        raise BackendUnavailable(f"the model backend is unreachable, stopping the comparison: {down}") from down
-                    bar.update(1)
+        with tqdm(unit="sample", desc="comparing", file=sys.stderr, disable=not config.progress) as bar:
+            for sample_set in iter_sample_sets(config, codec):
+                jobs = _pending_jobs(sample_set, config.graphs, done, results_path)
+                bar.total = (bar.total or 0) + len(jobs)
+                bar.refresh()
+                for name in dict.fromkeys(job.graph for job in jobs):
+                    if name not in graphs:
+                        graphs[name] = GRAPH_BUILDERS[name](model, config.graph_options, codec)
+                tokens = {index: len(encode_long(sample_set.samples[index].document, codec)) for index in {job.index for job in jobs}}
+                for job in jobs:
+                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer))
+                # Read the next file only when this one's runs are nearly done: at most two sets in memory.
+                drain(config.concurrency)
+            drain(0)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         writer.close()
@@ -894,6 +925,9 @@ def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
     what.add_argument("--samples", type=int, default=8, help="generated samples per task and length (default: %(default)s)")
     what.add_argument("--seed", type=int, default=0, help="seed of the generated samples (default: %(default)s)")
     what.add_argument("--data", metavar="FILES", help="data files instead of --task/--lengths: comma list and/or globs, e.g. 'eval_*.json'")
+    what.add_argument("--pool", metavar="FILE", help="with --data: document pool for MemAgent eval files whose 'context' holds document indices")
+    what.add_argument("--num-docs", type=int, help="with --data: documents per question when building RULER-HotpotQA / RULER-SQuAD from HotpotQA or SQuAD files")
+    what.add_argument("--include-adversarial", action="store_true", help="with --data: keep LoCoMo's category-5 (adversarial) questions")
     run = parser.add_argument_group("run")
     run.add_argument("--out", default="results", metavar="DIR", help="output directory; re-running resumes (default: %(default)s)")
     run.add_argument("--concurrency", type=int, default=8, help="samples in flight at once (default: %(default)s)")
@@ -918,6 +952,9 @@ def config_from_args(args: argparse.Namespace) -> ComparisonConfig:
     """A :class:`ComparisonConfig` from parsed ``memagent compare`` arguments."""
     if args.data and (args.task or args.lengths):
         raise ComparisonError("--data replaces --task and --lengths: give either --data or --task/--lengths, not both")
+    given = [flag for flag, value in (("--pool", args.pool), ("--num-docs", args.num_docs), ("--include-adversarial", args.include_adversarial)) if value]
+    if given and not args.data:
+        raise ComparisonError(f"{', '.join(given)} only apply to --data files")
     options = default_graph_options(args.model)
     overrides = {
         "chunk_tokens": args.chunk_tokens,
@@ -936,6 +973,11 @@ def config_from_args(args: argparse.Namespace) -> ComparisonConfig:
         samples=args.samples,
         seed=args.seed,
         data=(args.data,) if args.data else (),
+        data_options={
+            name: value
+            for name, value in (("pool", args.pool), ("num_docs", args.num_docs), ("include_adversarial", args.include_adversarial or None))
+            if value is not None
+        },
         out=args.out,
         model=args.model,
         tokenizer=args.tokenizer,

@@ -232,8 +232,11 @@ class MemAgentGraph(CompiledStateGraph):
     ``durability`` to trade that away.
     """
 
-    memagent_config: MemAgentConfig
-    memagent_codec: TokenCodec
+    def __init__(self, *args: Any, memagent_config: MemAgentConfig, memagent_codec: TokenCodec, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        # Kept in __dict__, so Pregel.copy (with_config, ...) passes them on to the copy.
+        self.memagent_config = memagent_config
+        self.memagent_codec = memagent_codec
 
     def _prepare_run(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> RunnableConfig:
         config = dict(config or {})
@@ -343,7 +346,5 @@ def build_memagent_graph(
     builder.add_conditional_edges("update_memory", _next_step, ["update_memory", "answer"])
     builder.add_edge("answer", END)
     compiled = builder.compile(checkpointer=checkpointer, store=store if store is not None else InMemoryStore(), name=name)
-    graph = MemAgentGraph(**{k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"})
-    graph.memagent_config = config
-    graph.memagent_codec = codec
-    return graph
+    attributes = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
+    return MemAgentGraph(**attributes, memagent_config=config, memagent_codec=codec)

@@ -111,6 +111,9 @@ def test_long_document_runs_without_touching_recursion_limit(smollm2_codec):
     assert graph.invoke({"question": "Q?", "document": document})["chunks_read"] == 10_500
     small = graph.invoke({"question": "Q?", "document": " x" * 40}, {"recursion_limit": 25})
     assert small["chunks_read"] == 40
+    # A configured copy (with_config, as LangGraph servers and parents make) keeps the sizing.
+    configured = graph.with_config(recursion_limit=25)
+    assert configured.invoke({"question": "Q?", "document": " x" * 40})["chunks_read"] == 40
 
 
 def test_batch_and_abatch_run_many_documents(reader, smollm2_codec):

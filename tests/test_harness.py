@@ -332,7 +332,7 @@ def _cli_error(capsys, argv, *needles):
 
 
 def test_cli_unknown_graph(capsys, tmp_path):
-    _cli_error(capsys, ["--graphs", "memagent,agemem", "--out", str(tmp_path)], "'agemem'", "memagent, full_context, rag")
+    _cli_error(capsys, ["--graphs", "memagent,nosuch", "--out", str(tmp_path)], "'nosuch'", "memagent, full_context, rag")
 
 
 def test_cli_bad_length(capsys, tmp_path):
@@ -389,3 +389,43 @@ def test_real_run_on_the_embedded_model(tmp_path, greedy_model):
     assert (result.out / "summary.md").read_text().startswith("### niah_single_1 (smollm2-135m)")
     assert _png_size(result.out / "niah_single_1_accuracy.png")[0] > 600
     assert harness._context_window(cfg, greedy_model) == 8192
+
+
+def test_data_options_reach_the_loader_and_files_load_one_at_a_time(tmp_path, monkeypatch):
+    """An indexed MemAgent eval file needs its pool; a file is read only when the one before it is nearly done."""
+    from langgraph_memagent.evals import loaders
+
+    needle = "The special magic numbers for quiet-river is: 4711."
+    pool = ["Filler paragraph one.", needle, "Filler paragraph two."]
+    (tmp_path / "pool.json").write_text(json.dumps(pool))
+    record = {"input": "What is the special magic number for quiet-river?", "context": [0, 1, 2], "answers": ["4711"]}
+    for size in (50, 100, 200):
+        (tmp_path / f"eval_{size}.json").write_text(json.dumps([record]))
+    events = []
+    real_load = loaders.load_records
+    monkeypatch.setattr(loaders, "load_records", lambda path, **options: events.append(("load", path)) or real_load(path, **options))
+    model = ScriptedChatModel(responder=lambda prompt: events.append(("call", None)) or needle_reader(prompt))
+    settings = dict(data=(str(tmp_path / "eval_*.json"),), task=None, lengths=(), concurrency=1, data_options={"pool": str(tmp_path / "pool.json")})
+    records = read_results(run_comparison(config(tmp_path, **settings), model).results)
+    assert sorted(r["length"] for r in records) == ["eval_100", "eval_200", "eval_50"] and all(r["score"] == 1.0 for r in records)
+    loads = [index for index, (kind, _) in enumerate(events) if kind == "load"]
+    assert len(loads) == 3 and any(kind == "call" for kind, _ in events[: loads[2]]), "eval_200 was read before any sample ran"
+    with pytest.raises(ComparisonError, match="pass pool="):
+        run_comparison(config(tmp_path / "again", **{**settings, "data_options": {}}), model)
+    with pytest.raises(ComparisonError, match=r"unknown data option\(s\) \['pools'\]"):
+        run_comparison(config(tmp_path / "bad", **{**settings, "data_options": {"pools": "x"}}), model)
+
+
+def test_conversation_turns_reach_graphs_that_take_them():
+    from langgraph_memagent.evals.harness import graph_input
+    from langgraph_memagent.evals.records import Sample
+
+    plain = Sample(question="q", document="d", answers=["a"], task="t", metric="any")
+    turns = [{"dia_id": "D1:1", "speaker": "Ann", "text": "hi", "session": 1, "date_time": "today"}]
+    chat = Sample(question="q", document="d", answers=["a"], task="locomo", metric="any", meta={"turns": turns})
+    assert graph_input(plain) == {"question": "q", "document": "d"}
+    assert graph_input(chat) == {"question": "q", "document": "d", "turns": turns}
+
+
+def test_cli_data_options_need_data(capsys, tmp_path):
+    _cli_error(capsys, ["--pool", "pool.json", "--out", str(tmp_path)], "--pool only apply to --data files")
