@@ -1,0 +1,158 @@
+"""Tests for the SUMER and AgeMem rewards of langgraph_memagent.training.rewards.
+
+Every expected value is computed by hand in the comment beside it."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from langgraph_memagent.evals.loaders import load_locomo
+from langgraph_memagent.evals.locomo_scoring import JudgeVerdict, LLMJudge
+from langgraph_memagent.training.rewards import (
+    AgeMemReward,
+    AgeMemRewardConfig,
+    SumerReward,
+    agemem_reward,
+    evidence_texts,
+    memory_coverage,
+    sumer_reward,
+)
+
+from scripted_model import ScriptedChatModel
+
+LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+
+# --- SUMER -------------------------------------------------------------------------------------
+
+
+def test_sumer_reward_is_j_times_f1_and_minus_one_without_an_answer():
+    # Mem0 F1 of "the sunset at the lake" vs "sunset": sets {the, sunset, at, lake} / {sunset}: P=1/4, R=1.
+    assert sumer_reward("the sunset at the lake", ["sunset"], True) == pytest.approx(0.4)
+    assert sumer_reward("the sunset at the lake", ["sunset"], JudgeVerdict(True, "CORRECT", "{}")) == pytest.approx(0.4)
+    assert sumer_reward("sunset", ["sunset"], False) == 0.0
+    for missing in (None, "", "   "):
+        assert sumer_reward(missing, ["sunset"], True) == -1.0
+    # Unreadable judge: 0, like WRONG (not -1, which is for not answering).
+    assert sumer_reward("sunset", ["sunset"], JudgeVerdict(None, None, "??", "no label")) == 0.0
+    assert sumer_reward("sunset", ["sunset"], None) == 0.0
+    # LoCoMo's stemmed F1: "walks" and "walking" share the stem "walk".
+    assert sumer_reward("walks", ["walking"], 1, f1_variant="locomo") == 1.0
+    with pytest.raises(ValueError, match="judge verdict must be"):
+        sumer_reward("sunset", ["sunset"], "CORRECT")
+
+
+def _gold_judge(prompt: str) -> str:
+    """CORRECT when the gold appears in the answer; a non-answer reply for 'ramble' (scripted)."""
+    gold = prompt.rsplit("Gold answer: ", 1)[1].split("\n")[0]
+    generated = prompt.rsplit("Generated answer: ", 1)[1].split("\n")[0]
+    if "ramble" in generated:
+        return "Let me think."
+    return '{"label": "%s"}' % ("CORRECT" if gold.lower() in generated.lower() else "WRONG")
+
+
+def test_sumer_reward_batch_judges_only_what_it_must_and_counts_unreadable(caplog):
+    model = ScriptedChatModel(responder=_gold_judge)
+    reward = SumerReward(LLMJudge(model))
+    samples = [{"question": f"q{i}", "answers": ["a sunset"]} for i in range(5)]
+    outputs = [
+        {"answer": "a sunset"},  # judged CORRECT, F1 1
+        {"answer": "a lake"},  # judged WRONG
+        {"answer": None},  # no answer: -1, not judged
+        {"answer": "a sunset, I ramble"},  # unreadable verdict: 0, counted
+        {"answer": "sunset", "judge": True},  # precomputed verdict: F1 {sunset} vs {a, sunset}: P=1, R=1/2
+    ]
+    with caplog.at_level(logging.WARNING):
+        rewards = reward.batch(outputs, samples)
+    assert rewards == pytest.approx([1.0, 0.0, -1.0, 0.0, 2 / 3])
+    assert len(model.prompts) == 3 and reward.unjudged == 1
+    assert "unreadable judge verdict" in caplog.text
+    assert reward.__name__ == "sumer_reward"
+    assert reward({"answer": "a sunset"}, samples[0]) == 1.0  # the trainer's per-rollout call
+
+
+def test_sumer_reward_without_judge_needs_verdicts():
+    with pytest.raises(ValueError, match="no judge and the graph output carries no 'judge'"):
+        SumerReward()({"answer": "x"}, {"answers": ["x"]})
+    assert SumerReward()({"answer": None}, {"answers": ["x"]}) == -1.0  # nothing to judge
+    with pytest.raises(ValueError, match="unknown F1 variant"):
+        SumerReward(f1_variant="rouge")
+    with pytest.raises(ValueError, match="2 outputs but 1 samples"):
+        SumerReward().batch([{}, {}], [{"answers": ["x"]}])
+
+
+# --- AgeMem ------------------------------------------------------------------------------------
+
+
+def test_memory_coverage_best_item_per_evidence():
+    items = ["Melanie painted a sunset", "Caroline went to a pride parade"]
+    # "sunset painting": {sunset, painting} -> best item has 'sunset' only: 1/2.
+    # "pride parade in June": {pride, parade, in, june} -> 2/4. Mean 0.5.
+    assert memory_coverage(items, ["sunset painting", "pride parade in June"]) == pytest.approx(0.5)
+    assert memory_coverage([], ["sunset"]) == 0.0
+    assert memory_coverage(items, ["...", "the"]) == 0.0  # no tokens: skipped, nothing left
+
+
+def test_agemem_reward_hand_computed_cases():
+    base = dict(context_tokens=250, context_limit=1000, turns=5, turn_limit=10)
+    # Perfect answer, 1/4 of the window used, gold stored: 1/3 * (1 + 0.75 + 1).
+    parts = agemem_reward("Paris", ["Paris"], memory_items=["Ada lives in Paris"], **base)
+    assert (parts.task, parts.context, parts.memory, parts.penalty) == (1.0, 0.75, 1.0, 0.0)
+    assert parts.total == pytest.approx(2.75 / 3)
+    # Too many turns: -0.5.
+    assert agemem_reward("Paris", ["Paris"], memory_items=["Paris"], **{**base, "turns": 11}).total == pytest.approx(2.75 / 3 - 0.5)
+    # Overflow (flag or tokens over the limit): context 0 and -0.5.
+    for overflow in ({"overflowed": True}, {"context_tokens": 1200}):
+        parts = agemem_reward("Paris", ["Paris"], memory_items=["Paris"], **{**base, **overflow})
+        assert parts.context == 0.0 and parts.penalty == 0.5 and parts.total == pytest.approx(2 / 3 - 0.5)
+    # No answer: no task score and no context credit; stored memory still counts.
+    parts = agemem_reward(None, ["Paris"], memory_items=["Paris"], **base)
+    assert (parts.task, parts.context, parts.memory) == (0.0, 0.0, 1.0)
+    # Task from a judge, custom weights and penalties, explicit evidence.
+    config = AgeMemRewardConfig(task_weight=0.5, context_weight=0.25, memory_weight=0.25, turn_penalty=1.0)
+    parts = agemem_reward(
+        "somewhere", ["Paris"], memory_items=["lives in Paris"], evidence=["Ada lives in Paris"],
+        task_score=1.0, config=config, **{**base, "turns": 20},
+    )
+    # 0.5 * 1 + 0.25 * 0.75 + 0.25 * 3/4 ({ada, lives, in, paris}: 3 found) - 1.0
+    assert parts.total == pytest.approx(0.5 + 0.1875 + 0.1875 - 1.0)
+    # A numeric gold and the SQuAD F1 task metric: "in 1999" vs "1999": P=1/2, R=1.
+    assert agemem_reward("in 1999", [1999], **base).task == pytest.approx(2 / 3)
+
+
+def test_agemem_reward_config_and_input_errors():
+    with pytest.raises(ValueError, match="unknown task_metric 'judge'"):
+        AgeMemRewardConfig(task_metric="judge")
+    with pytest.raises(ValueError, match="turn_penalty must be >= 0"):
+        AgeMemRewardConfig(turn_penalty=-1)
+    with pytest.raises(ValueError, match="context_limit and turn_limit must be positive"):
+        agemem_reward("x", ["x"], context_tokens=1, context_limit=0, turns=1, turn_limit=1)
+
+
+def test_agemem_reward_callable_reads_graph_output_and_locomo_evidence():
+    sample = next(s for s in load_locomo(LOCOMO_FILE) if len(s.meta["evidence"]) == 1)
+    evidence = evidence_texts(sample.to_dict())
+    turn = next(t for t in sample.meta["turns"] if t["dia_id"] == sample.meta["evidence"][0])
+    assert evidence == [turn["text"]]
+    reward = AgeMemReward(context_limit=2048)
+    output = {
+        "answer": sample.answers[0],
+        "context_tokens": 512,
+        "turn_limit": 30,
+        "stage_turns": {"build": 10, "distract": 5, "answer": 4},
+        "overflow_trims": 0,
+        "memory_items": [{"content": turn["text"]}, "unrelated note"],
+    }
+    total = reward(output, sample.to_dict())
+    parts = reward.last_parts
+    # The gold answer itself, the evidence turn stored verbatim, 1/4 of the window used.
+    assert (parts.task, parts.context, parts.memory, parts.penalty) == (1.0, 0.75, 1.0, 0.0)
+    assert total == pytest.approx(2.75 / 3) and reward.__name__ == "agemem_reward"
+    # Groups trimmed for overflow: context credit gone and the overflow penalty applies.
+    assert reward({**output, "overflow_trims": 2}, sample.to_dict()) == pytest.approx(2 / 3 - 0.5)
+    with pytest.raises(ValueError, match="needs turn_limit, context_tokens"):
+        AgeMemReward(context_limit=10)({"answer": "x", "turns": 1}, {"answers": ["x"]})
+    with pytest.raises(ValueError, match="memory item must be a string or a dict with 'content'"):
+        reward({**output, "memory_items": [42]}, sample.to_dict())
