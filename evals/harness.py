@@ -35,6 +35,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import re
 import sys
 import tempfile
@@ -55,7 +56,7 @@ MANIFEST_FILE = "comparison.json"
 SAMPLES_DIR = "samples"
 # The demo's budget for the embedded model's 8K window: small chunks keep each CPU call short
 # and a 128-token memory is plenty for a needle; the answer needs only a few tokens.
-EMBEDDED_GRAPH_DEFAULTS = {"chunk_tokens": 1000, "memory_tokens": 128, "answer_tokens": 64}
+EMBEDDED_GRAPH_DEFAULTS = {"chunk_tokens": 1000, "memory_tokens": 128, "answer_tokens": 64, "max_turns": 6, "turn_tokens": 128}
 _LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
 
@@ -132,6 +133,10 @@ class GraphOptions:
     """RAG: tokens per retrieved chunk (500, the RAG baseline of the SUMER paper)."""
     rag_top_k: int = 1
     """RAG: chunks retrieved per question (1, the RAG baseline of the SUMER paper)."""
+    max_turns: int = 20
+    """SUMER: assistant turns per episode (20, SUMER paper); AgeMem: turns per stage."""
+    turn_tokens: int = 1024
+    """SUMER and AgeMem: generation limit of one tool-calling turn."""
 
 
 GraphBuilder = Callable[[BaseChatModel, GraphOptions, Any], Any]
@@ -194,9 +199,39 @@ def _rag(model: BaseChatModel, options: GraphOptions, codec: Any) -> Any:
     )
 
 
+def _sumer(model: BaseChatModel, options: GraphOptions, codec: Any) -> Any:
+    from ..baselines.sumer import build_sumer_graph
+
+    window = local_model_window(model)
+    return build_sumer_graph(
+        model,
+        max_turns=options.max_turns,
+        turn_tokens=options.turn_tokens,
+        answer_tokens=options.answer_tokens,
+        # The episode ends on context overflow (SUMER); a local model's window bounds it.
+        max_context_tokens=options.max_input_tokens or (window - options.turn_tokens if window else None),
+        tokenizer=codec,
+        final_prompt=options.final_prompt,
+    )
+
+
+def _agemem(model: BaseChatModel, options: GraphOptions, codec: Any) -> Any:
+    from ..baselines.agemem import build_agemem_qa_graph
+
+    return build_agemem_qa_graph(
+        model,
+        max_stage_turns=options.max_turns,
+        turn_tokens=options.turn_tokens,
+        max_context_tokens=options.max_input_tokens,
+        tokenizer=codec,
+    )
+
+
 register_graph("memagent", _memagent)
 register_graph("full_context", _full_context)
 register_graph("rag", _rag)
+register_graph("sumer", _sumer)
+register_graph("agemem", _agemem)
 
 
 def default_graph_options(model: str) -> GraphOptions:
@@ -229,6 +264,10 @@ class ComparisonConfig:
     """Data files or globs (any format ``evals.loaders.load_records`` reads) used instead of generated tasks; one length column per file."""
     data_options: dict[str, Any] = field(default_factory=dict)
     """Options for ``load_records`` (``pool``, ``num_docs``, ``include_adversarial``, ``task``), applied to every data file."""
+    limit: int | None = None
+    """Data files: run a seeded random subset of at most this many records per file, kept in file order (None: all)."""
+    judge: Any = None
+    """LoCoMo: chat model for the LLM judge (J, binary CORRECT/WRONG at temperature 0); None: F1 and BLEU-1 only."""
     out: str | Path = "results"
     """Output directory: results, sample cache, tables and plots."""
     model: str = EMBEDDED_MODEL
@@ -261,6 +300,8 @@ class ComparisonConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ComparisonError(f"{name} must be a positive integer, got {value!r}")
+        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
+            raise ComparisonError(f"limit must be a positive integer or None, got {self.limit!r}")
         if self.data:
             self.data = tuple(expand_data_paths(self.data))
         else:
@@ -395,6 +436,9 @@ def iter_sample_sets(config: ComparisonConfig, codec: Any) -> Iterator[SampleSet
                 raise ComparisonError(str(error)) from error
             if not records:
                 raise ComparisonError(f"data file {path!r} holds no records")
+            if config.limit is not None and len(records) > config.limit:
+                chosen = sorted(random.Random(config.seed).sample(range(len(records)), config.limit))
+                records = [records[index] for index in chosen]
             by_task: dict[str, list[Any]] = {}
             for record in records:
                 by_task.setdefault(record.task, []).append(record)
@@ -502,6 +546,8 @@ def _repair_torn_tail(path: Path) -> None:
 
 def _manifest(config: ComparisonConfig, model: BaseChatModel, codec: Any) -> dict[str, Any]:
     """What makes results comparable: the same model, sampling, tokenizer and graph options."""
+    from ..graphs.calls import describe_endpoint
+
     options = asdict(config.graph_options)
     return {
         "model": config.model,
@@ -510,6 +556,7 @@ def _manifest(config: ComparisonConfig, model: BaseChatModel, codec: Any) -> dic
         "top_p": getattr(model, "top_p", None),
         "tokenizer": codec.name,
         "graph_options": options,
+        "judge": None if config.judge is None else config.judge if isinstance(config.judge, str) else describe_endpoint(config.judge),
     }
 
 
@@ -518,6 +565,9 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
     path = out / MANIFEST_FILE
     if path.is_file() and read_results(out / RESULTS_FILE):
         before = json.loads(path.read_text(encoding="utf-8"))
+        # Graph options added since those results were written did not exist then: not compared.
+        recorded = before.get("graph_options") or {}
+        manifest = {**manifest, "graph_options": {k: v for k, v in manifest["graph_options"].items() if k in recorded}}
         changed = [f"{k}: {before.get(k)!r} -> {v!r}" for k, v in manifest.items() if before.get(k) != v]
         if changed:
             raise ComparisonError(
@@ -530,8 +580,11 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
 
 def _context_window(config: ComparisonConfig, model: BaseChatModel) -> int | None:
     """The given window, or a local model's ``max_position_embeddings``."""
-    if config.context_window is not None:
-        return config.context_window
+    return config.context_window if config.context_window is not None else local_model_window(model)
+
+
+def local_model_window(model: BaseChatModel) -> int | None:
+    """A local model's ``max_position_embeddings`` from its ``config.json`` (None for servers)."""
     model_path = getattr(model, "model_path", None)
     config_file = Path(model_path) / "config.json" if model_path else None
     if config_file is not None and config_file.is_file():
@@ -565,7 +618,30 @@ class _ResultsWriter:
         self._file.close()
 
 
-def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writer: _ResultsWriter) -> BaseException | None:
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float))
+
+
+def locomo_scores(sample: Any, prediction: str | None, judge: Any = None) -> dict[str, Any]:
+    """LoCoMo's per-question scores: category, token F1 and BLEU-1 (Mem0's code, as SUMER reports),
+    and the LLM judge's verdict when a judge is given (``None`` otherwise)."""
+    from .locomo_scoring import LLMJudge, bleu1, f1
+
+    meta = sample.meta or {}
+    verdict = None
+    if judge is not None:
+        found = (judge if isinstance(judge, LLMJudge) else LLMJudge(judge)).judge(sample.question, list(sample.answers), prediction)
+        verdict = {"correct": found.correct, "label": found.label, "error": found.error}
+    return {
+        "category": meta.get("category"),
+        "category_name": meta.get("category_name"),
+        "f1": f1(prediction or "", sample.answers),
+        "bleu1": bleu1(prediction, sample.answers),
+        "judge": verdict,
+    }
+
+
+def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writer: _ResultsWriter, judge: Any = None) -> BaseException | None:
     """Run one graph on one sample and write its line; returns the error if the backend is down."""
     sample = job.sample
     recorder = CallRecorder()
@@ -584,6 +660,12 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
     answer, response = output.get("answer"), output.get("response")
     value, scored = score_output(answer, response, answers, metric) if error is None else (0.0, None)
     usage = output.get("usage") or {}
+    extra = {}
+    if sample.task == "locomo":
+        # A failed run scores 0 but keeps its category, so per-category tables count it.
+        extra["locomo"] = locomo_scores(sample, answer if answer is not None else response, judge if error is None else None)
+        if error is not None:
+            extra["locomo"].update(f1=0.0, bleu1=0.0)
     writer.write(
         {
             "graph": job.graph,
@@ -607,10 +689,11 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
             "prompt_tokens": sum(p or 0 for p, _ in recorder.calls),
             "completion_tokens": sum(c or 0 for _, c in recorder.calls),
             "graph_usage": usage,
-            # Graph-specific numbers (chunks read, truncation by full context, ...), kept for analysis.
-            "details": {k: v for k, v in output.items() if isinstance(v, (bool, int, float))},
+            # Graph-specific numbers (chunks read, turns used, tool calls by name, ...), kept for analysis.
+            "details": {k: v for k, v in output.items() if _is_number(v) or (isinstance(v, dict) and v and all(map(_is_number, v.values())))},
             "seconds": round(seconds, 3),
             "error": None if error is None else f"{type(error).__name__}: {error}",
+            **extra,
         }
     )
     return None
@@ -656,9 +739,9 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
 
     from ..agents.tokenizers import encode_long, resolve_tokenizer
 
-    if model is None:
-        from ..agents import load_chat_model
+    from ..agents import load_chat_model
 
+    if model is None:
         model = load_chat_model(config.model)
     codec = resolve_tokenizer(config.tokenizer, model)
     if config.graph_options.max_input_tokens is None and config.context_window is not None:
@@ -671,6 +754,11 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
     results_path = out / RESULTS_FILE
     done = {_key(r): r for r in read_results(results_path) if not (config.retry_errors and r.get("error"))}
     graphs: dict[str, Any] = {}
+    judge = None
+    if config.judge is not None:
+        from .locomo_scoring import LLMJudge
+
+        judge = LLMJudge(load_chat_model(config.judge) if isinstance(config.judge, str) else config.judge)
     writer = _ResultsWriter(results_path)
     executor = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="compare")
     pending: set[Future] = set()
@@ -698,7 +786,7 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
                         graphs[name] = GRAPH_BUILDERS[name](model, config.graph_options, codec)
                 tokens = {index: len(encode_long(sample_set.samples[index].document, codec)) for index in {job.index for job in jobs}}
                 for job in jobs:
-                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer))
+                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge))
                 # Read the next file only when this one's runs are nearly done: at most two sets in memory.
                 drain(config.concurrency)
             drain(0)
@@ -882,6 +970,41 @@ def cost_csv(cells: Sequence[Cell]) -> str:
     return buffer.getvalue()
 
 
+def _tool_calls(details: dict[str, Any]) -> float | None:
+    calls = details.get("tool_calls")
+    return float(sum(calls.values())) if isinstance(calls, dict) else calls
+
+
+def locomo_tables(records: Sequence[dict[str, Any]]) -> str:
+    """Per-category LoCoMo scores (F1, BLEU-1, J) per graph and data file, with mean turns and tool calls."""
+    from .locomo_scoring import locomo_markdown_table, summarize_locomo
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        if record.get("task") == "locomo":
+            groups.setdefault((record["graph"], record["length"]), []).append(record)
+    parts = []
+    for (graph, length), group in groups.items():
+        judged = any(r["locomo"]["judge"] is not None for r in group)
+        summary = summarize_locomo([_locomo_row(r, judged) for r in group])
+        turns = _mean([r["details"].get("turns_used", r["llm_calls"]) for r in group if not r.get("error")])
+        tools = _mean([_tool_calls(r["details"]) for r in group if not r.get("error")])
+        parts.append(
+            f"### LoCoMo by category: {graph} on {length}\n\n{locomo_markdown_table(summary)}\n\n"
+            f"Mean per question: {_number(turns, 'count')} turns (LLM calls where the graph has no turns), "
+            f"{_number(tools, 'count')} tool calls; errors {sum(1 for r in group if r.get('error'))} (scored 0)."
+        )
+    return "".join(f"\n{part}\n" for part in parts)
+
+
+def _locomo_row(record: dict[str, Any], judged: bool) -> dict[str, Any]:
+    """A results line as :func:`summarize_locomo` reads it; a failed run counts WRONG when others were judged."""
+    scores = record["locomo"]
+    verdict = scores["judge"]
+    correct = verdict.get("correct") if verdict is not None else (False if judged and record.get("error") else None)
+    return {"f1": scores["f1"], "bleu1": scores["bleu1"], "judge": correct, "meta": {"category": scores["category"], "category_name": scores["category_name"]}}
+
+
 def write_report(out: str | Path, *, flops_model: Any = None, context_window: int | None = None) -> ComparisonResult:
     """Tables and plots from ``<out>/results.jsonl`` (also usable on its own, e.g. after copying results)."""
     from .plots import plot_accuracy, plot_cost
@@ -893,7 +1016,7 @@ def write_report(out: str | Path, *, flops_model: Any = None, context_window: in
         raise ComparisonError(f"{results_path} holds no results yet")
     cells = summarize(records, flops_model=flops_model)
     model = records[0].get("model", "")
-    markdown = markdown_tables(cells, model=model)
+    markdown = markdown_tables(cells, model=model) + locomo_tables(records)
     files = [out / "summary.md", out / "accuracy.csv", out / "cost.csv"]
     for path, text in zip(files, (markdown, accuracy_csv(cells), cost_csv(cells))):
         _write_atomic(path, text)
@@ -928,6 +1051,8 @@ def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
     what.add_argument("--pool", metavar="FILE", help="with --data: document pool for MemAgent eval files whose 'context' holds document indices")
     what.add_argument("--num-docs", type=int, help="with --data: documents per question when building RULER-HotpotQA / RULER-SQuAD from HotpotQA or SQuAD files")
     what.add_argument("--include-adversarial", action="store_true", help="with --data: keep LoCoMo's category-5 (adversarial) questions")
+    what.add_argument("--limit", type=int, help="with --data: a seeded random subset of at most N records per file (default: all)")
+    what.add_argument("--judge", metavar="MODEL", help="LoCoMo: model spec of the LLM judge (J); default: F1 and BLEU-1 only")
     run = parser.add_argument_group("run")
     run.add_argument("--out", default="results", metavar="DIR", help="output directory; re-running resumes (default: %(default)s)")
     run.add_argument("--concurrency", type=int, default=8, help="samples in flight at once (default: %(default)s)")
@@ -944,6 +1069,8 @@ def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
     graphs.add_argument("--max-input-tokens", type=int, help="full context: prompt budget before center truncation (default: the model's window)")
     graphs.add_argument("--rag-chunk-tokens", type=int, help="RAG: tokens per chunk (default: 500)")
     graphs.add_argument("--rag-top-k", type=int, help="RAG: chunks retrieved (default: 1)")
+    graphs.add_argument("--max-turns", type=int, help="SUMER: turns per episode; AgeMem: turns per stage (6 | 20)")
+    graphs.add_argument("--turn-tokens", type=int, help="SUMER and AgeMem: generation limit of one tool-calling turn (128 | 1024)")
     parser.set_defaults(handler=cmd_compare)
     return parser
 
@@ -952,7 +1079,11 @@ def config_from_args(args: argparse.Namespace) -> ComparisonConfig:
     """A :class:`ComparisonConfig` from parsed ``memagent compare`` arguments."""
     if args.data and (args.task or args.lengths):
         raise ComparisonError("--data replaces --task and --lengths: give either --data or --task/--lengths, not both")
-    given = [flag for flag, value in (("--pool", args.pool), ("--num-docs", args.num_docs), ("--include-adversarial", args.include_adversarial)) if value]
+    given = [
+        flag
+        for flag, value in (("--pool", args.pool), ("--num-docs", args.num_docs), ("--include-adversarial", args.include_adversarial), ("--limit", args.limit))
+        if value
+    ]
     if given and not args.data:
         raise ComparisonError(f"{', '.join(given)} only apply to --data files")
     options = default_graph_options(args.model)
@@ -964,6 +1095,8 @@ def config_from_args(args: argparse.Namespace) -> ComparisonConfig:
         "max_input_tokens": args.max_input_tokens,
         "rag_chunk_tokens": args.rag_chunk_tokens,
         "rag_top_k": args.rag_top_k,
+        "max_turns": args.max_turns,
+        "turn_tokens": args.turn_tokens,
     }
     options = replace(options, **{k: v for k, v in overrides.items() if v is not None})
     return ComparisonConfig(
@@ -982,6 +1115,8 @@ def config_from_args(args: argparse.Namespace) -> ComparisonConfig:
         model=args.model,
         tokenizer=args.tokenizer,
         graph_options=options,
+        limit=args.limit,
+        judge=args.judge,
         concurrency=args.concurrency,
         retry_errors=args.retry_errors,
         context_window=args.context_window,

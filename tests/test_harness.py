@@ -226,8 +226,8 @@ def test_call_recorder_reads_usage_of_each_call():
 
 
 def test_unknown_graph_lists_the_known_ones(tmp_path):
-    with pytest.raises(ComparisonError, match=r"\['sumer'\].*memagent, full_context, rag"):
-        config(tmp_path, graphs=("memagent", "sumer"))
+    with pytest.raises(ComparisonError, match=r"\['mem0'\].*memagent, full_context, rag, sumer, agemem"):
+        config(tmp_path, graphs=("memagent", "mem0"))
 
 
 def test_unknown_task_lists_the_tasks(tmp_path):
@@ -429,3 +429,45 @@ def test_conversation_turns_reach_graphs_that_take_them():
 
 def test_cli_data_options_need_data(capsys, tmp_path):
     _cli_error(capsys, ["--pool", "pool.json", "--out", str(tmp_path)], "--pool only apply to --data files")
+
+
+def test_locomo_through_the_harness_scores_per_category(tmp_path):
+    """A LoCoMo file with --limit: the turns reach SUMER's memory bank; F1, BLEU-1, a judge's J,
+    turns and tool calls are recorded and tabulated per category."""
+    from pathlib import Path
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.messages import AIMessage, ToolMessage
+    from scripted_model import ScriptedToolModel, tool_call
+
+    from langgraph_memagent.baselines.sumer import build_sumer_graph
+
+    locomo = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+
+    def searcher(messages, tools):
+        # Keyword-search the question's longest word, then submit the first found line.
+        replies = [m for m in messages if isinstance(m, ToolMessage)]
+        if not replies:
+            question = next(m for m in messages if m.type == "human").text
+            word = max(re.findall(r"[A-Za-z]+", question), key=len)
+            return AIMessage("", tool_calls=[tool_call("search_memory", "s", query=[word], mode="keyword")])
+        return AIMessage("", tool_calls=[tool_call("submit_answer", "a", answer=replies[-1].text[:80])])
+
+    judge = ScriptedChatModel(responder=lambda prompt: '{"label": "CORRECT"}' if "Rome" in prompt.split("Generated answer")[-1] else '{"label": "WRONG"}')
+    name = "sumer_hash_embeddings"  # MiniLM over 369 turns is slow on 2 cores; keyword search needs no vectors
+    harness.register_graph(name, lambda model, options, codec: build_sumer_graph(model, embeddings=DeterministicFakeEmbedding(size=8), max_turns=3))
+    try:
+        settings = dict(graphs=(name,), data=(str(locomo),), task=None, lengths=(), limit=6, judge=judge)
+        result = run_comparison(config(tmp_path, **settings), ScriptedToolModel(responder=searcher))
+    finally:
+        del harness.GRAPH_BUILDERS[name]
+    records = read_results(result.results)
+    assert len(records) == 6 and not any(r["error"] for r in records)
+    for record in records:
+        scores = record["locomo"]
+        assert scores["category"] in (1, 2, 3, 4) and 0 <= scores["f1"] <= 1 and 0 <= scores["bleu1"] <= 1
+        assert scores["judge"]["correct"] in (True, False)
+        assert record["details"]["turns_used"] == 2 and record["details"]["tool_calls"] == 2
+    summary = (result.out / "summary.md").read_text()
+    assert f"### LoCoMo by category: {name} on locomo_conv30" in summary
+    assert "| overall | 6 |" in summary and "2.0 turns" in summary

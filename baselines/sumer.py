@@ -1,0 +1,673 @@
+"""SUMER-style search over raw memory: a tool loop that searches a bank of raw messages and answers.
+
+SUMER ("Search in Uncompressed Memory via Experience Replay") keeps every raw message of a
+conversation as one memory item and lets the policy search it with two tools until it
+submits an answer. The defaults and episode rules are the paper's (see
+``shared/spec/baselines.md``): tools ``search_memory`` (semantic or keyword, filters by
+speaker and session, each hit with the 2 messages before and after it) and
+``submit_answer``; at most 5 tool calls per turn; the episode ends on ``submit_answer``,
+after 20 assistant turns, when the context window is exceeded, or on a turn without any
+tool call (that turn's text is then the answer).
+
+Graph: ``ingest -> agent -> tools -> agent -> ... -> [force_answer]``.
+
+* ``ingest`` puts the conversation's turns (``turns`` input, one raw message per item) or
+  the document's chunks into the :class:`~langgraph_memagent.baselines.memory_bank.MemoryBank`
+  and clears them from the state, so checkpoints never carry the document. Ingestion is
+  idempotent: many questions about one conversation embed it once.
+* ``agent`` makes one assistant turn with both tools bound.
+* ``tools`` answers every tool call of that turn with exactly one ``ToolMessage``, so the
+  transcript stays valid for OpenAI-format APIs: calls beyond ``max_parallel_calls`` are
+  kept in the assistant message but answered with a "not executed" error reply (the model
+  learns about the cap and what it said stays what it said); malformed calls
+  (``invalid_tool_calls``) and invalid arguments get a readable error reply the model can
+  act on.
+* ``force_answer`` (only when the turn cap or the context window ended the episode without
+  an answer, and ``force_answer=True``) makes one tool-free call: a single user message with
+  the question and the search results found so far (oldest dropped first when they would
+  not fit), asking for a ``\\boxed{}`` answer, as DSPy's ReAct extracts an answer when its
+  iteration cap is hit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from typing import Annotated, Any, AsyncIterator, Iterator, Literal, Sequence, TypedDict
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..agents.answers import extract_answer
+from ..agents.prompts import FinalPromptStyle
+from ..agents.tokenizers import TokenCodec, encode_long, resolve_tokenizer
+from ..graphs.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, add_usage, call_model
+from .memory_bank import MemoryBank, MemoryGroup
+
+SearchMode = Literal["semantic", "keyword"]
+StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
+
+SEARCH_TOOL = "search_memory"
+SUBMIT_TOOL = "submit_answer"
+# Largest k one search may ask for: 20 groups of 5 messages already fill a small window.
+MAX_SEARCH_K = 20
+# Without a tokenizer, text is counted at this many characters per token until the model
+# reports usage (a common rule of thumb for English with BPE tokenizers).
+CHARS_PER_TOKEN = 4
+# The update when even the bare forced-answer prompt exceeds the window: no call, no answer.
+_NO_ROOM: dict[str, Any] = {"answer": None, "forced_answer": False}
+# Graph steps outside the turn loop: input, ingest, force_answer, and slack.
+_FIXED_STEPS = 5
+
+
+class SearchMemoryArgs(BaseModel):
+    """Search the memory of the conversation. Returns the matching messages, each with the 2 messages before and after it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str | list[str] = Field(
+        description="semantic mode: a question or phrase in natural language; "
+        "keyword mode: words that must all appear in a message (a list, or one string of space-separated words)"
+    )
+    mode: SearchMode = Field(
+        "semantic",
+        description="'semantic' finds messages similar in meaning to the query; "
+        "'keyword' finds messages containing every keyword (in the text, speaker, date or message id)",
+    )
+    speaker: str | None = Field(None, description="only messages said by this speaker")
+    session: int | None = Field(None, description="only messages of this session number")
+    k: int = Field(5, ge=1, le=MAX_SEARCH_K, description="how many matches to return")
+
+
+class SubmitAnswerArgs(BaseModel):
+    """Submit the final answer to the question. This ends the search."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(description="the answer, as short as possible (a name, date, number or short phrase)")
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _scalar_as_text(cls, value: Any) -> Any:
+        # Small models often submit a bare number or year; that is still an answer.
+        return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _tool_schema(name: str, args: type[BaseModel]) -> dict[str, Any]:
+    schema = convert_to_openai_tool(args)
+    schema["function"]["name"] = name
+    return schema
+
+
+SUMER_TOOLS: list[dict[str, Any]] = [_tool_schema(SEARCH_TOOL, SearchMemoryArgs), _tool_schema(SUBMIT_TOOL, SubmitAnswerArgs)]
+
+SUMER_SYSTEM_PROMPT = """You answer a question about {source} that you cannot see. It is stored in a memory bank of {items}; search it with the tools, then answer.
+
+Tools:
+- search_memory(query, mode, speaker, session, k): mode "semantic" finds messages similar in meaning to a natural-language query; mode "keyword" finds messages that contain every keyword (names, places, dates, rare words work best). Filter by speaker or session when the question names them. Each match comes with the {context} messages before and after it, with its session and date.
+- submit_answer(answer): give the final, short answer. This ends the episode.
+
+Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. Search until you have the evidence, rewording or switching mode when a search finds nothing, then call submit_answer. Answer from the memory, not from guesses; give dates as the memory states them.{overview}"""
+
+SUMER_FORCED_ANSWER_TEMPLATE = """You are presented with a problem and memory found by searching {source}. You cannot search any more. Please answer the problem based on the memory found and put the answer in \\boxed{{}}.
+
+<problem> 
+{prompt}
+</problem>
+
+<memory>
+{memory}
+</memory>
+
+Your answer:
+"""
+
+
+class SearchRecord(TypedDict):
+    """One executed search: what was asked and the message ids of the hits (best first)."""
+
+    mode: SearchMode
+    query: str | list[str]
+    speaker: str | None
+    session: int | None
+    k: int
+    hits: list[str]
+
+
+class SumerInput(QuestionInput, total=False):
+    """The package contract plus, optionally, the conversation's raw turns and its id.
+
+    ``turns``: message dicts as ``evals.loaders.load_locomo`` puts in ``sample.meta["turns"]``
+    (``text`` and optional ``speaker``, ``session``, ``date_time``, ``dia_id``,
+    ``blip_caption``). Without them the document is chunked into the bank.
+    ``conversation_id``: the bank's id for the conversation (default: a hash of the content).
+    """
+
+    turns: list[dict[str, Any]]
+    conversation_id: str
+
+
+class SumerOutput(AnswerOutput, total=False):
+    """What a run returns: the shared contract plus how the search went."""
+
+    conversation_id: str
+    turns_used: int  # assistant turns of the tool loop (the forced answer call is not one)
+    tool_calls: int  # tool calls executed (dropped and malformed ones are not)
+    stop_reason: StopReason
+    forced_answer: bool  # True when the answer came from the tool-free final call
+    searches: list[SearchRecord]
+
+
+class SumerState(SumerOutput, total=False):
+    document: str  # input only; cleared by ingest
+    turns: list[dict[str, Any]]  # input only; cleared by ingest
+    messages: Annotated[list[AnyMessage], add_messages]
+    source: str  # "a conversation" or "a document", for the forced answer's prompt
+    context_tokens: int  # the next prompt's size so far (counted, or reported by the model)
+
+
+def conversation_key(turns: Sequence[dict[str, Any]] | None, document: str, *, chunk_tokens: int) -> str:
+    """A stable bank id for a conversation (from its turns) or a document (and how it is chunked).
+
+    The same content always gets the same id, so asking many questions ingests it once.
+
+    >>> conversation_key([{"speaker": "Ann", "text": "Hi"}], "ignored", chunk_tokens=200)
+    'conv-585c37c60ba82cb4895b'
+    >>> conversation_key(None, "A document.", chunk_tokens=200) != conversation_key(None, "A document.", chunk_tokens=100)
+    True
+    """
+    if turns:
+        content = json.dumps(list(turns), sort_keys=True, ensure_ascii=False, default=str)
+        prefix = "conv"
+    else:
+        content = json.dumps([document, chunk_tokens], ensure_ascii=False)
+        prefix = "doc"
+    return f"{prefix}-{hashlib.sha256(content.encode('utf-8')).hexdigest()[:20]}"
+
+
+def _overview(turns: Sequence[dict[str, Any]]) -> str:
+    """A few facts the model needs to filter well: who speaks, how many sessions, which dates."""
+    speakers = sorted({str(turn["speaker"]) for turn in turns if turn.get("speaker")})
+    sessions = sorted({turn["session"] for turn in turns if isinstance(turn.get("session"), int)})
+    dates = [turn["date_time"] for turn in turns if turn.get("date_time")]
+    lines = []
+    if speakers:
+        lines.append(f"Speakers: {', '.join(speakers)}.")
+    if sessions:
+        lines.append(f"Sessions: {sessions[0]} to {sessions[-1]}" + (f" ({dates[0]} to {dates[-1]})." if dates else "."))
+    return "\n\n" + "\n".join(lines) if lines else ""
+
+
+def _prompt_text(message: BaseMessage) -> str:
+    """The text of ``message`` that a prompt carries, tool calls included."""
+    calls = getattr(message, "tool_calls", None) or []
+    invalid = getattr(message, "invalid_tool_calls", None) or []
+    parts = [message.text]
+    parts += [json.dumps({"name": call["name"], "arguments": call["args"]}, ensure_ascii=False) for call in calls]
+    parts += [str(call.get("args") or "") for call in invalid]
+    return "\n".join(part for part in parts if part)
+
+
+def _validation_message(error: ValidationError) -> str:
+    problems = []
+    for detail in error.errors():
+        where = ".".join(str(part) for part in detail["loc"]) or "arguments"
+        problems.append(f"argument {where!r}: {detail['msg']} (got {detail.get('input')!r})")
+    return "; ".join(problems)
+
+
+class _SumerSteps:
+    def __init__(
+        self,
+        model: BaseChatModel,
+        bank: MemoryBank,
+        codec: TokenCodec | None,
+        *,
+        max_turns: int,
+        max_parallel_calls: int,
+        max_context_tokens: int | None,
+        force_answer: bool,
+        turn_tokens: int,
+        answer_tokens: int,
+        chunk_tokens: int,
+        final_prompt: FinalPromptStyle,
+    ):
+        self.model = model
+        try:
+            self.agent_model = model.bind_tools(SUMER_TOOLS).bind(max_tokens=turn_tokens)
+        except NotImplementedError as error:
+            raise TypeError(f"SUMER needs a chat model with tool calling: {type(model).__name__}.bind_tools is not implemented") from error
+        self.answer_model = model.bind(max_tokens=answer_tokens)
+        self.bank = bank
+        self.codec = codec
+        self.max_turns = max_turns
+        self.max_parallel_calls = max_parallel_calls
+        self.max_context_tokens = max_context_tokens
+        self.force_answer = force_answer
+        self.chunk_tokens = chunk_tokens
+        self.final_prompt = final_prompt
+        self.tools_tokens = self.count(json.dumps(SUMER_TOOLS))
+
+    # counting ------------------------------------------------------------------------------
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` under the tokenizer; an estimate from its length without one."""
+        if not text:
+            return 0
+        if self.codec is not None:
+            return len(encode_long(text, self.codec))
+        return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+    def _overflows(self, context_tokens: int) -> bool:
+        return self.max_context_tokens is not None and context_tokens > self.max_context_tokens
+
+    # ingest ----------------------------------------------------------------------------------
+    def ingest(self, state: SumerState) -> dict[str, Any]:
+        question, document, turns = state.get("question"), state.get("document"), state.get("turns")
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
+        if turns is not None and not isinstance(turns, list):
+            raise ValueError(f"input 'turns' must be a list of message dicts, got {type(turns).__name__}")
+        if not turns and (not isinstance(document, str) or not document.strip()):
+            shown = document if not isinstance(document, str) else document[:40]
+            raise ValueError(f"input 'document' must be a non-empty string when no 'turns' are given, got {shown!r}")
+        conversation_id = state.get("conversation_id")
+        if conversation_id is None:
+            conversation_id = conversation_key(turns, document or "", chunk_tokens=self.chunk_tokens)
+        elif not isinstance(conversation_id, str) or not conversation_id.strip():
+            raise ValueError(f"input 'conversation_id' must be a non-empty string without '.', got {conversation_id!r}")
+        if turns:
+            self.bank.ingest(turns, conversation_id=conversation_id)
+            source, items, overview = "a long conversation", "its raw messages", _overview(turns)
+        else:
+            self.bank.ingest_document(document, conversation_id=conversation_id, chunk_tokens=self.chunk_tokens, tokenizer=self.codec)
+            source, items, overview = "a long document", "its passages (there are no speakers or sessions)", ""
+        system = SUMER_SYSTEM_PROMPT.format(
+            source=source,
+            items=items,
+            max_parallel_calls=self.max_parallel_calls,
+            max_turns=self.max_turns,
+            context=self.bank.context,
+            overview=overview,
+        )
+        opening = [SystemMessage(system), HumanMessage(f"Question: {question}")]
+        context_tokens = self.tools_tokens + sum(self.count(_prompt_text(message)) for message in opening)
+        update: dict[str, Any] = {
+            "document": "",
+            "turns": [],
+            "conversation_id": conversation_id,
+            "messages": opening,
+            "source": "a conversation" if turns else "a document",
+            "context_tokens": context_tokens,
+            "usage": NO_USAGE,
+            "turns_used": 0,
+            "tool_calls": 0,
+            "searches": [],
+            "answer": None,
+            "response": "",
+            "forced_answer": False,
+        }
+        if self._overflows(context_tokens):
+            update["stop_reason"] = "context_overflow"
+        return update
+
+    async def aingest(self, state: SumerState) -> dict[str, Any]:
+        # Embedding the conversation is CPU work: keep it off the event loop.
+        return await asyncio.to_thread(self.ingest, state)
+
+    # agent -----------------------------------------------------------------------------------
+    def _after_turn(self, state: SumerState, reply: BaseMessage) -> dict[str, Any]:
+        reported = reply.usage_metadata or {}
+        counted = state["context_tokens"] + self.count(_prompt_text(reply))
+        # The next prompt holds this prompt and this reply: their reported size is a floor.
+        floor = reported.get("input_tokens", 0) + reported.get("output_tokens", 0)
+        update: dict[str, Any] = {
+            "messages": [reply],
+            "usage": add_usage(state["usage"], reply),
+            "turns_used": state["turns_used"] + 1,
+            "context_tokens": max(counted, floor),
+            "response": reply.text,
+        }
+        if not reply.tool_calls and not reply.invalid_tool_calls:
+            text = reply.text.strip()
+            update["stop_reason"] = "no_tool_call"
+            update["answer"] = extract_answer(text, self.final_prompt) or text or None
+        return update
+
+    def agent(self, state: SumerState) -> dict[str, Any]:
+        step = f"SUMER turn {state['turns_used'] + 1}"
+        return self._after_turn(state, call_model(self.agent_model, state["messages"], step, self.model))
+
+    async def aagent(self, state: SumerState) -> dict[str, Any]:
+        step = f"SUMER turn {state['turns_used'] + 1}"
+        return self._after_turn(state, await acall_model(self.agent_model, state["messages"], step, self.model))
+
+    # tools -----------------------------------------------------------------------------------
+    def _search(self, args: dict[str, Any], state: SumerState) -> tuple[str, SearchRecord | None]:
+        try:
+            request = SearchMemoryArgs.model_validate(args)
+        except ValidationError as error:
+            return f"Error: {SEARCH_TOOL} was not run: {_validation_message(error)}. Fix the arguments and call it again.", None
+        speaker = request.speaker
+        query = request.query if isinstance(request.query, str) else [word for word in request.query if word.strip()]
+        try:
+            if request.mode == "semantic":
+                text = query if isinstance(query, str) else " ".join(query)
+                groups = self.bank.semantic_search(
+                    text, conversation_id=state["conversation_id"], k=request.k, speaker=speaker, session=request.session
+                )
+            else:
+                groups = self.bank.keyword_search(
+                    query, conversation_id=state["conversation_id"], k=request.k, speaker=speaker, session=request.session
+                )
+        except ValueError as error:
+            return f"Error: {SEARCH_TOOL} was not run: {error}", None
+        record: SearchRecord = {
+            "mode": request.mode,
+            "query": query,
+            "speaker": speaker,
+            "session": request.session,
+            "k": request.k,
+            "hits": [group.hit.item["message_id"] for group in groups],
+        }
+        return _render_results(request.mode, query, groups), record
+
+    def _submit(self, args: dict[str, Any]) -> tuple[str, str | None]:
+        try:
+            answer = SubmitAnswerArgs.model_validate(args).answer.strip()
+        except ValidationError as error:
+            return f"Error: the answer was not accepted: {_validation_message(error)}. Call {SUBMIT_TOOL} again.", None
+        if not answer:
+            return f"Error: the answer was empty. Call {SUBMIT_TOOL} with a non-empty answer.", None
+        return "Answer submitted.", answer
+
+    def tools(self, state: SumerState) -> dict[str, Any]:
+        reply = state["messages"][-1]
+        if not isinstance(reply, AIMessage):
+            raise TypeError(f"the tools step expects the last message to be the assistant's turn, got {type(reply).__name__}")
+        replies: list[BaseMessage] = []
+        notes: list[str] = []  # replies to calls without an id, which no tool message can answer
+
+        def reply_to(call_id: str | None, name: str | None, content: str, ok: bool) -> None:
+            if call_id:
+                replies.append(ToolMessage(content, tool_call_id=call_id, name=name or "unknown", status="success" if ok else "error"))
+            else:
+                notes.append(f"{name or 'tool call'}: {content}")
+
+        searches = list(state["searches"])
+        executed, answer = 0, None
+        calls = reply.tool_calls
+        for index, call in enumerate(calls):
+            ok = False
+            if index >= self.max_parallel_calls:
+                content = (
+                    f"Error: not executed: at most {self.max_parallel_calls} tool calls are run per turn and this turn made "
+                    f"{len(calls)}; repeat this call in your next turn if you still need it."
+                )
+            elif answer is not None:
+                content = "Error: not executed: the answer was already submitted in this turn."
+            elif call["name"] == SEARCH_TOOL:
+                content, record = self._search(call["args"], state)
+                if record is not None:
+                    searches.append(record)
+                    ok = True
+            elif call["name"] == SUBMIT_TOOL:
+                content, answer = self._submit(call["args"])
+                ok = answer is not None
+            else:
+                content = f"Error: unknown tool {call['name']!r}; the tools are {SEARCH_TOOL!r} and {SUBMIT_TOOL!r}."
+            executed += ok
+            reply_to(call.get("id"), call["name"], content, ok)
+        for call in reply.invalid_tool_calls:
+            content = (
+                f"Error: your call could not be read: {call.get('error') or 'malformed call'}. "
+                f"Call {SEARCH_TOOL} or {SUBMIT_TOOL} again with JSON arguments."
+            )
+            reply_to(call.get("id"), call.get("name"), content, False)
+        # OpenAI-format transcripts need the tool replies right after the assistant turn: notes go last.
+        if notes:
+            replies.append(HumanMessage("\n".join(notes)))
+        context_tokens = state["context_tokens"] + sum(self.count(_prompt_text(message)) for message in replies)
+        update: dict[str, Any] = {
+            "messages": replies,
+            "searches": searches,
+            "tool_calls": state["tool_calls"] + executed,
+            "context_tokens": context_tokens,
+        }
+        if answer is not None:
+            update.update(stop_reason="submitted", answer=answer, response=answer)
+        elif state["turns_used"] >= self.max_turns:
+            update["stop_reason"] = "turn_limit"
+        elif self._overflows(context_tokens):
+            update["stop_reason"] = "context_overflow"
+        return update
+
+    async def atools(self, state: SumerState) -> dict[str, Any]:
+        return await asyncio.to_thread(self.tools, state)
+
+    # forced answer ---------------------------------------------------------------------------
+    def _forced_prompt(self, state: SumerState) -> str | None:
+        """The tool-free answer prompt with the newest search results that fit; ``None`` if nothing fits."""
+        source = state["source"]
+        found = [m.text for m in state["messages"] if isinstance(m, ToolMessage) and m.name == SEARCH_TOOL and m.status == "success"]
+        found = list(dict.fromkeys(found))  # a repeated search adds nothing the first did not
+        budget = None
+        if self.max_context_tokens is not None:
+            bare = SUMER_FORCED_ANSWER_TEMPLATE.format(source=source, prompt=state["question"], memory="(nothing was found)")
+            budget = self.max_context_tokens - self.count(bare)
+            if budget < 0:
+                return None
+        # Newest results first into the budget: the last searches are the most refined.
+        kept: list[str] = []
+        for text in reversed(found):
+            if budget is not None:
+                cost = self.count(text + "\n\n")
+                if cost > budget:
+                    break
+                budget -= cost
+            kept.insert(0, text)
+        memory = "\n\n".join(kept) if kept else "(nothing was found)"
+        return SUMER_FORCED_ANSWER_TEMPLATE.format(source=source, prompt=state["question"], memory=memory)
+
+    def _after_forced(self, state: SumerState, reply: BaseMessage) -> dict[str, Any]:
+        return {
+            "usage": add_usage(state["usage"], reply),
+            "response": reply.text,
+            "answer": extract_answer(reply.text, self.final_prompt),
+            "forced_answer": True,
+        }
+
+    def force(self, state: SumerState) -> dict[str, Any]:
+        prompt = self._forced_prompt(state)
+        if prompt is None:
+            return dict(_NO_ROOM)
+        return self._after_forced(state, call_model(self.answer_model, [HumanMessage(prompt)], "SUMER forced answer", self.model))
+
+    async def aforce(self, state: SumerState) -> dict[str, Any]:
+        prompt = await asyncio.to_thread(self._forced_prompt, state)
+        if prompt is None:
+            return dict(_NO_ROOM)
+        reply = await acall_model(self.answer_model, [HumanMessage(prompt)], "SUMER forced answer", self.model)
+        return self._after_forced(state, reply)
+
+    # routing ---------------------------------------------------------------------------------
+    def next_step(self, state: SumerState) -> Literal["agent", "tools", "force_answer", "__end__"]:
+        stop = state.get("stop_reason")
+        if stop is None:
+            # An assistant turn with calls goes to the tools; tool replies (or the opening) to the agent.
+            return "tools" if isinstance(state["messages"][-1], AIMessage) else "agent"
+        if stop in ("turn_limit", "context_overflow") and self.force_answer:
+            return "force_answer"
+        return END
+
+
+def _render_results(mode: str, query: str | list[str], groups: list[MemoryGroup]) -> str:
+    shown = query if isinstance(query, str) else " ".join(query)
+    if not groups:
+        advice = "Try other keywords, fewer keywords or semantic mode." if mode == "keyword" else "Try other words or keyword mode."
+        return f"No memories found for {mode} search {shown!r}. {advice}"
+    blocks = [f"Match {number} of {len(groups)}:\n{group.render()}" for number, group in enumerate(groups, 1)]
+    return f"{len(groups)} matches for {mode} search {shown!r} (the matching line is marked with >):\n\n" + "\n\n".join(blocks)
+
+
+class SumerGraph(CompiledStateGraph):
+    """A compiled SUMER graph whose recursion limit always covers ``max_turns``.
+
+    Each turn takes two graph steps (agent, tools); a caller's config may carry a small
+    default limit (langchain-core passes 25 on merge), so before each run the limit is
+    raised to what ``max_turns`` needs. A larger limit set by the caller is kept.
+    """
+
+    def __init__(self, *args: Any, sumer_steps_needed: int, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        # Kept in __dict__, so Pregel.copy (with_config, ...) passes it on to the copy.
+        self.sumer_steps_needed = sumer_steps_needed
+
+    def _with_limit(self, config: RunnableConfig | None) -> RunnableConfig:
+        config = dict(config or {})
+        given = config.get("recursion_limit")
+        needed = self.sumer_steps_needed
+        config["recursion_limit"] = max(needed, given) if isinstance(given, int) and given > 0 else needed
+        return config
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        return super().stream(input, self._with_limit(config), **kwargs)
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
+        async for chunk in super().astream(input, self._with_limit(config), **kwargs):
+            yield chunk
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _optional_codec(tokenizer: Any, model: BaseChatModel) -> TokenCodec | None:
+    """The tokenizer given, else the model's own; ``None`` for a server model without one."""
+    if tokenizer is None and getattr(model, "tokenizer", None) is None:
+        return None
+    return resolve_tokenizer(tokenizer, model)
+
+
+def build_sumer_graph(
+    model: BaseChatModel,
+    *,
+    bank: MemoryBank | None = None,
+    store: BaseStore | None = None,
+    embeddings: Embeddings | None = None,
+    max_turns: int = 20,
+    max_parallel_calls: int = 5,
+    max_context_tokens: int | None = None,
+    force_answer: bool = True,
+    tokenizer: Any = None,
+    turn_tokens: int = 1024,
+    answer_tokens: int = 1024,
+    chunk_tokens: int = 200,
+    final_prompt: FinalPromptStyle = "boxed",
+    checkpointer: BaseCheckpointSaver | None = None,
+    name: str = "sumer",
+) -> SumerGraph:
+    """Build the SUMER-style search agent (search raw memory with tools, then submit) as a compiled graph.
+
+    Defaults are the SUMER paper's episode rules: at most 20 assistant turns, at most 5
+    tool calls per turn, each hit shown with the 2 messages before and after it (the
+    bank's ``context=2``).
+
+    Args:
+        model: any LangChain chat model that implements ``bind_tools`` (``ChatOpenAI``
+            against ``vllm serve --enable-auto-tool-choice``, the embedded local model, ...).
+        bank: the memory bank to search; share one between graphs and runs so a
+            conversation is embedded once. Default: ``MemoryBank(store, embeddings=embeddings)``.
+        store: LangGraph store for the default bank (default: an in-memory store).
+        embeddings: LangChain ``Embeddings`` for the default bank (default: the embedded
+            all-MiniLM-L6-v2).
+        max_turns: assistant turns before the episode is cut (SUMER: 20).
+        max_parallel_calls: tool calls run per turn (SUMER: 5); later calls of the same
+            turn get a "not executed" tool reply.
+        max_context_tokens: prompt budget in tokens; when the next prompt would exceed it
+            the episode ends with ``stop_reason="context_overflow"``. Counted with
+            ``tokenizer`` (or the model's own), otherwise at 4 characters per token; the
+            prompt and completion tokens the model reports are always a floor. Default
+            ``None``: unlimited, for servers that enforce their own window.
+        force_answer: when the turn cap or the window ends the episode without an answer,
+            make one tool-free call for it (``True``) or return ``answer=None``.
+        tokenizer: counts context tokens and chunks documents (default: the model's own,
+            for local backends; none for server models).
+        turn_tokens: generation limit of one assistant turn.
+        answer_tokens: generation limit of the forced answer (MemAgent's 1024).
+        chunk_tokens: tokens per memory item when a plain document (no ``turns``) is
+            ingested.
+        final_prompt: how a text answer is extracted (``"boxed"`` or ``"answer_is"``).
+        checkpointer: any LangGraph checkpointer (the document never enters checkpoints).
+        name: graph name.
+
+    Returns:
+        A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` (raw
+        messages, e.g. LoCoMo's ``sample.meta["turns"]``) and ``conversation_id``; output
+        ``answer``, ``response``, ``usage``, ``question``, ``conversation_id``,
+        ``turns_used``, ``tool_calls``, ``stop_reason``, ``forced_answer`` and ``searches``.
+
+    Example:
+        >>> from langgraph_memagent import load_chat_model
+        >>> from langgraph_memagent.evals.loaders import load_locomo
+        >>> sample = load_locomo("locomo_conv30.json")[0]                           # doctest: +SKIP
+        >>> graph = build_sumer_graph(load_chat_model("smollm2-135m"), max_turns=5)  # doctest: +SKIP
+        >>> result = graph.invoke({"question": sample.question, "document": sample.document,  # doctest: +SKIP
+        ...                        "turns": sample.meta["turns"]})
+        >>> result["stop_reason"], result["turns_used"] <= 5                          # doctest: +SKIP
+        ('submitted', True)
+    """
+    max_turns = _positive_int("max_turns", max_turns)
+    max_parallel_calls = _positive_int("max_parallel_calls", max_parallel_calls)
+    turn_tokens = _positive_int("turn_tokens", turn_tokens)
+    answer_tokens = _positive_int("answer_tokens", answer_tokens)
+    chunk_tokens = _positive_int("chunk_tokens", chunk_tokens)
+    if max_context_tokens is not None:
+        max_context_tokens = _positive_int("max_context_tokens", max_context_tokens)
+    if final_prompt not in ("boxed", "answer_is"):
+        raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
+    if not callable(getattr(model, "bind_tools", None)):
+        raise TypeError(f"SUMER needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
+    if bank is None:
+        bank = MemoryBank(store, embeddings=embeddings)
+    elif store is not None or embeddings is not None:
+        raise ValueError("pass either bank= or store=/embeddings= (which build the default bank), not both")
+    steps = _SumerSteps(
+        model,
+        bank,
+        _optional_codec(tokenizer, model),
+        max_turns=max_turns,
+        max_parallel_calls=max_parallel_calls,
+        max_context_tokens=max_context_tokens,
+        force_answer=force_answer,
+        turn_tokens=turn_tokens,
+        answer_tokens=answer_tokens,
+        chunk_tokens=chunk_tokens,
+        final_prompt=final_prompt,
+    )
+    builder = StateGraph(SumerState, input_schema=SumerInput, output_schema=SumerOutput)
+    builder.add_node("ingest", RunnableCallable(steps.ingest, steps.aingest, trace=False))
+    builder.add_node("agent", RunnableCallable(steps.agent, steps.aagent, trace=False))
+    builder.add_node("tools", RunnableCallable(steps.tools, steps.atools, trace=False))
+    builder.add_node("force_answer", RunnableCallable(steps.force, steps.aforce, trace=False))
+    builder.add_edge(START, "ingest")
+    builder.add_conditional_edges("ingest", steps.next_step, ["agent", "force_answer", END])
+    builder.add_conditional_edges("agent", steps.next_step, ["tools", END])
+    builder.add_conditional_edges("tools", steps.next_step, ["agent", "force_answer", END])
+    builder.add_edge("force_answer", END)
+    compiled = builder.compile(checkpointer=checkpointer, name=name)
+    attributes = {key: value for key, value in compiled.__dict__.items() if key != "__orig_class__"}
+    return SumerGraph(**attributes, sumer_steps_needed=2 * max_turns + _FIXED_STEPS)

@@ -1,0 +1,365 @@
+"""AgeMem graph: memory tools, message groups, namespaces, the three-stage protocol, the QA graph."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.store.memory import InMemoryStore
+from langgraph_memagent.baselines.agemem import (
+    LongTermMemory,
+    arun_agemem_protocol,
+    build_agemem_graph,
+    build_agemem_qa_graph,
+    default_agemem_store,
+    message_groups,
+    run_agemem_protocol,
+    validate_transcript,
+)
+
+from tests.scripted_model import ScriptedToolModel, tool_call
+
+LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+ALICE = {"user_id": "alice"}
+
+
+class WordHashEmbeddings(Embeddings):
+    """Bag-of-words vectors (hashed lower-case words): texts sharing words are near; fast, no model."""
+
+    dims = 256
+
+    def _vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dims
+        for word in re.findall(r"[a-z]+", text.lower()):
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dims] += 1.0
+        return vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+class WordCodec:
+    """A whitespace 'tokenizer' (one token per word) for context-budget tests."""
+
+    name = "words"
+
+    def encode_batch(self, texts):
+        return [[len(word) for word in text.split()] for text in texts]
+
+    def decode_batch(self, token_ids):
+        return [" ".join("x" * n for n in ids) for ids in token_ids]
+
+
+def scripted(*steps) -> ScriptedToolModel:
+    """Each model call takes the next step (an AIMessage, a text, or a function of the messages); then "done"."""
+    queue = list(steps)
+
+    def responder(messages, tools):
+        step = queue.pop(0) if queue else "done"
+        return step(messages) if callable(step) else step
+
+    return ScriptedToolModel(responder=responder)
+
+
+def calls(*tool_calls) -> AIMessage:
+    return AIMessage("", tool_calls=list(tool_calls))
+
+
+def fast_graph(model, **options):
+    options.setdefault("store", default_agemem_store(WordHashEmbeddings()))
+    return build_agemem_graph(model, **options)
+
+
+def tool_replies(messages) -> list[str]:
+    return [m.text for m in messages if isinstance(m, ToolMessage)]
+
+
+def last_tool_reply(messages) -> str:
+    return tool_replies(messages)[-1]
+
+
+def memory_of(graph, user: str = "alice") -> dict[str, str]:
+    return {item.key: item.value["content"] for item in LongTermMemory(graph.store, ("agemem", user)).items()}
+
+
+def test_add_gives_ids_that_update_and_delete_cite_and_a_bad_id_is_a_readable_error():
+    model = scripted(
+        calls(tool_call("add_memory", "c1", content="Ann lives in Oslo.", tags=["Ann"]),
+              tool_call("add_memory", "c2", content="Bo likes tea.")),
+        lambda messages: calls(
+            # The ids the model cites come from the replies it read.
+            tool_call("update_memory", "c3", memory_id=re.search(r"added (m\d+)", tool_replies(messages)[0]).group(1),
+                      content="Ann moved to Bergen."),
+            tool_call("delete_memory", "c4", memory_id=re.search(r"added (m\d+)", tool_replies(messages)[1]).group(1)),
+            tool_call("update_memory", "c5", memory_id="m9", content="x"),
+        ),
+        "Stored.",
+    )
+    graph = fast_graph(model, max_turns_per_message=3)
+    out = graph.invoke({"stage": "build", "incoming": ["Ann lives in Oslo. Bo likes tea."]}, context=ALICE)
+
+    replies = tool_replies(out["messages"])
+    assert replies[:2] == ["added m1", "added m2"]
+    assert replies[2:4] == ["updated m1", "deleted m2"]
+    assert replies[4] == "error: no memory item 'm9'; the items are: m1"
+    assert [m.status for m in out["messages"] if isinstance(m, ToolMessage)] == ["success"] * 4 + ["error"]
+    assert memory_of(graph) == {"m1": "Ann moved to Bergen."}
+    assert out["tool_calls"] == {"add_memory": 2, "update_memory": 2, "delete_memory": 1}
+    assert out["stage_turns"] == 3 and out["stop_reason"] == "replied" and out["response"] == "Stored."
+    assert out["usage"]["llm_calls"] == 3
+    assert validate_transcript(out["messages"]) == []
+    # The model saw the tool replies with their group id, and the group map in the system prompt.
+    second_call = model.calls[1]
+    assert isinstance(second_call[0], SystemMessage) and "g2 assistant + 2 tool replies" in second_call[0].text
+    assert second_call[-1].text == "[g2] added m2"
+
+
+def test_retrieve_returns_the_added_item_with_the_default_minilm_store():
+    model = scripted(
+        calls(tool_call("add_memory", "c1", content="Ann lives in Oslo."),
+              tool_call("add_memory", "c2", content="The stock market fell sharply on Monday.")),
+        calls(tool_call("retrieve_memory", "c3", query="Which city is Ann's home?", k=1)),
+        "ok",
+    )
+    graph = build_agemem_graph(model, max_turns_per_message=3)
+    out = graph.invoke({"stage": "build", "incoming": ["facts"]}, context=ALICE)
+    hit = last_tool_reply(out["messages"])
+    assert hit.startswith("m1 (score ") and hit.endswith("Ann lives in Oslo.") and "\n" not in hit
+
+
+def _context_with_groups(final_step, **options):
+    """g1 user, g2 text reply, g3 user, g4 assistant+tool reply, g5 text, g6 user, g7 = final_step's call."""
+    model = scripted(
+        "noted", calls(tool_call("add_memory", "c1", content="B fact")), "noted", final_step, "done"
+    )
+    graph = fast_graph(model, max_turns_per_message=2, **options)
+    return graph.invoke({"stage": "distract", "incoming": ["first text", "second text", "third text"]}, context=ALICE)
+
+
+def _ids(messages):
+    return [m.id for m in messages]
+
+
+def test_summary_replaces_a_span_of_whole_groups_and_keeps_the_transcript_valid():
+    out = _context_with_groups(calls(tool_call("summarize_context", "s1", group_ids="g3-g5", summary="B was stored.")))
+    messages = out["messages"]
+    assert last_tool_reply(messages) == "replaced g3-g5 (4 messages) with summary g3"
+    assert _ids(messages) == ["g1", "g2", "g3", "g6", "g7", "g7-r1", "g8"]
+    summary = messages[2]
+    assert isinstance(summary, HumanMessage) and summary.text == "Summary of g3-g5: B was stored."
+    assert validate_transcript(messages) == []
+    assert [group.kind for group in message_groups(messages)][2] == "summary"
+
+
+def test_filter_removes_whole_groups_and_keeps_the_transcript_valid():
+    out = _context_with_groups(calls(tool_call("filter_context", "f1", group_ids=["g4", "g1"])))
+    messages = out["messages"]
+    assert last_tool_reply(messages) == "removed g1, g4 (3 messages)"
+    assert _ids(messages) == ["g2", "g3", "g5", "g6", "g7", "g7-r1", "g8"]
+    assert validate_transcript(messages) == []
+
+
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        ({"group_ids": ["g4-r1"], "summary": "s"}, "error: g4-r1 is a tool reply inside group g4; an assistant message and its tool replies can only be summarized or filtered together: cite g4"),
+        ({"group_ids": ["g1", "g3"], "summary": "s"}, "error: a summary replaces consecutive groups; g2 lie(s) between"),
+        ({"group_ids": ["g99"], "summary": "s"}, "error: no context group 'g99'; the groups are: g1, g2, g3, g4, g5, g6"),
+        ({"group_ids": ["g6", "g7"], "summary": "s"}, "error: g7 is the group of this very tool call"),
+        ({"group_ids": "g5-g7", "summary": "s"}, "error: g7 is the group of this very tool call"),
+        ({"group_ids": []}, "error: bad arguments for summarize_context (group_ids: List should have at least 1 item"),
+    ],
+)
+def test_summary_refuses_to_split_a_group_or_cite_unknown_ids(args, error):
+    out = _context_with_groups(calls(tool_call("summarize_context", "s1", **args)))
+    messages = out["messages"]
+    assert last_tool_reply(messages).startswith(error)
+    assert _ids(messages) == ["g1", "g2", "g3", "g4", "g4-r1", "g5", "g6", "g7", "g7-r1", "g8"]
+    assert validate_transcript(messages) == []
+
+
+def test_malformed_calls_unknown_tools_and_invalid_tool_calls_get_readable_replies():
+    unparsable = AIMessage("", invalid_tool_calls=[{"name": "add_memory", "args": "{content: Ann", "id": None, "error": "bad JSON", "type": "invalid_tool_call"}])
+    model = scripted(
+        calls(tool_call("add_memory", "c1", tags=["x"]), tool_call("forget_everything", "c2"),
+              tool_call("retrieve_memory", "c3", query="q", k=99)),
+        unparsable,
+        calls(tool_call("add_memory", "c4", content="Ann lives in Oslo.")),
+        "ok",
+    )
+    out = fast_graph(model, max_turns_per_message=4).invoke({"stage": "build", "incoming": ["facts"]}, context=ALICE)
+    replies = tool_replies(out["messages"])
+    assert replies[0] == "error: bad arguments for add_memory (content: Field required); it takes: content, tags"
+    assert replies[1].startswith("error: there is no tool 'forget_everything'; the tools are: add_memory, update_memory")
+    assert replies[2].startswith("error: bad arguments for retrieve_memory (k: Input should be less than or equal to 20)")
+    assert replies[3].startswith("error: your call to add_memory could not be used (bad JSON); arguments were '{content: Ann'")
+    assert replies[4] == "added m1"
+    assert out["tool_calls"] == {"add_memory": 2, "forget_everything": 1, "retrieve_memory": 1, "invalid": 1}
+    # The unparsable call got an id, so its error reply is a valid tool reply.
+    assert validate_transcript(out["messages"]) == []
+
+
+def test_namespace_comes_from_the_run_context_and_users_do_not_share_memory():
+    store = default_agemem_store(WordHashEmbeddings())
+    alice = scripted(calls(tool_call("add_memory", "c1", content="Alice's secret is 42.")), "ok")
+    build_agemem_graph(alice, store=store).invoke({"stage": "build", "incoming": ["secret"]}, context={"user_id": "alice"})
+    bob = scripted(calls(tool_call("retrieve_memory", "c1", query="secret")), "nothing")
+    out = build_agemem_graph(bob, store=store).invoke({"stage": "answer", "incoming": ["What is the secret?"]}, context={"user_id": "bob"})
+    assert last_tool_reply(out["messages"]) == "long-term memory is empty"
+    assert [item.namespace for item in store.search(("agemem",))] == [("agemem", "alice")]
+
+
+@pytest.mark.parametrize("context, message", [(None, "AgeMem needs the run's context"), ({"user_id": "a.b"}, "must not contain '.'")])
+def test_missing_or_bad_context_fails_before_any_model_call(context, message):
+    model = scripted("never")
+    with pytest.raises(ValueError, match=message):
+        fast_graph(model).invoke({"stage": "build", "incoming": ["x"]}, context=context)
+    assert model.calls == []
+
+
+def test_three_stages_run_in_order_and_only_long_term_memory_survives_the_reset():
+    def answer(messages):
+        found = re.search(r"Ann lives in (\w+)", last_tool_reply(messages))
+        return f"The answer is \\boxed{{{found.group(1)}}}." if found else "unknown"
+
+    model = scripted(
+        calls(tool_call("add_memory", "c1", content="Ann lives in Oslo.")), "stored",
+        "nothing to keep",
+        calls(tool_call("filter_context", "f1", group_ids=["g1"])), "filtered",
+        calls(tool_call("retrieve_memory", "r1", query="Where does Ann live?")), answer,
+    )
+    graph = fast_graph(model)
+    result = run_agemem_protocol(
+        graph, stage1=["Ann lives in Oslo."], stage2=["Essay one.", "Essay two."], question="Where does Ann live?", context=ALICE
+    )
+    prompts = model.calls
+    stages = [re.search(r"Stage (\d) of 3", call[0].text).group(1) for call in prompts]
+    assert stages == ["1", "1", "2", "2", "2", "3", "3"]
+    # Stage 2 starts from an empty context: its first call sees only the first distractor.
+    assert [m.text for m in prompts[2][1:]] == ["[g1] Essay one."]
+    # Stage 3 continues stage 2's context (g1 was filtered there) and finds stage 1's memory.
+    assert [m.text for m in prompts[5][1:] if isinstance(m, HumanMessage)] == ["[g3] Essay two.", "[g6] Where does Ann live?"]
+    assert result.answer == "Oslo" and result.response == "The answer is \\boxed{Oslo}."
+    assert result.stage_turns == {"build": 2, "distract": 3, "answer": 2}
+    assert result.tool_calls == {"add_memory": 1, "filter_context": 1, "retrieve_memory": 1}
+    assert result.usage["llm_calls"] == 7 and result.stop_reasons == {"build": "replied", "distract": "replied", "answer": "replied"}
+    assert all(validate_transcript(transcript) == [] for transcript in result.transcripts.values())
+    assert memory_of(graph) == {"m1": "Ann lives in Oslo."}
+
+
+def test_turn_caps_end_stages_and_the_answer_stage_forces_a_tool_free_answer():
+    seen_tools = []
+
+    def responder(messages, tools):
+        seen_tools.append(len(tools))
+        return "\\boxed{forced}" if not tools else calls(tool_call("retrieve_memory", f"r{len(seen_tools)}", query="q"))
+
+    model = ScriptedToolModel(responder=responder)
+    graph = fast_graph(model, max_turns_per_message=2, max_stage_turns=3)
+    build = graph.invoke({"stage": "build", "incoming": ["a", "b", "c"]}, context=ALICE)
+    # Two turns after "a", one after "b" (stage cap), "c" still arrives unanswered.
+    assert build["stage_turns"] == 3 and build["stop_reason"] == "turn_limit" and build["response"] == ""
+    assert isinstance(build["messages"][-1], HumanMessage) and build["messages"][-1].text == "c"
+    assert validate_transcript(build["messages"]) == []
+    seen_tools.clear()
+    answer = graph.invoke({"stage": "answer", "incoming": ["question?"]}, context=ALICE)
+    assert seen_tools == [6, 6, 0]
+    assert answer["response"] == "\\boxed{forced}" and answer["stop_reason"] == "replied" and answer["usage"]["llm_calls"] == 3
+    assert validate_transcript(answer["messages"]) == []
+
+
+def test_context_over_budget_drops_the_oldest_whole_groups():
+    model = scripted(calls(tool_call("add_memory", "c1", content="x")), "ok", "ok", "ok")
+    graph = fast_graph(model, max_turns_per_message=2, max_context_tokens=160, tokenizer=WordCodec())
+    words = " ".join(["word"] * 40)
+    out = graph.invoke({"stage": "build", "incoming": [words, words, words]}, context=ALICE)
+    assert out["overflow_trims"] > 0
+    assert validate_transcript(out["messages"]) == []
+    for call in model.calls:  # every prompt fits, or holds only the newest group
+        rendered = " ".join(m.text for m in call)
+        assert len(rendered.split()) + 4 * len(call) <= 160 or len(message_groups(call[1:])) == 1
+
+
+def test_async_protocol_matches_the_sync_contract():
+    import asyncio
+
+    model = scripted(calls(tool_call("add_memory", "c1", content="Bo plays chess.")), "ok", "ok", "\\boxed{chess}")
+    result = asyncio.run(arun_agemem_protocol(
+        fast_graph(model), stage1=["Bo plays chess."], stage2=["Essay."], question="What does Bo play?", context=ALICE
+    ))
+    assert result.answer == "chess" and result.stage_turns == {"build": 2, "distract": 1, "answer": 1}
+
+
+def test_qa_graph_runs_a_locomo_question_with_the_package_contract():
+    from langgraph_memagent.evals.loaders import load_locomo
+
+    if not LOCOMO_FILE.is_file():
+        pytest.skip(f"LoCoMo file not found at {LOCOMO_FILE}")
+    sample = load_locomo(LOCOMO_FILE)[0]
+
+    def responder(messages, tools):
+        system, last = messages[0].text, messages[-1]
+        if "Stage 1" in system and isinstance(last, HumanMessage):
+            first_line = last.text.split("\n")[1].split("] ", 1)[-1]
+            return calls(tool_call("add_memory", f"a{len(messages)}", content=first_line))
+        if "Stage 3" in system and isinstance(last, HumanMessage):
+            return calls(tool_call("retrieve_memory", "r1", query=last.text, k=2))
+        if "Stage 3" in system and isinstance(last, ToolMessage):
+            return f"\\boxed{{{last.text.splitlines()[0].split(': ', 1)[1]}}}"
+        return "ok"
+
+    store = default_agemem_store(WordHashEmbeddings())
+    graph = build_agemem_qa_graph(ScriptedToolModel(responder=responder), store=store, max_stage_turns=80, distractor_messages=2)
+    result = graph.invoke({"question": sample.question, "document": sample.document, "turns": sample.meta["turns"]})
+
+    sessions = len({turn["session"] for turn in sample.meta["turns"]})
+    assert sessions >= 10
+    assert result["question"] == sample.question
+    assert result["stage_turns"] == {"build": 2 * sessions, "distract": 2, "answer": 2}
+    assert result["tool_calls"] == {"add_memory": sessions, "retrieve_memory": 1}
+    assert result["memory_item_count"] == sessions and len(result["memory_items"]) == sessions
+    assert result["answer"] and result["answer"] in result["memory_items"]
+    assert result["usage"]["llm_calls"] == 2 * sessions + 4 and result["context_tokens"] > 0
+    assert result["stop_reasons"]["answer"] == "replied"
+    assert store.search(("agemem",)) == []  # the per-run memory was cleared
+
+
+def test_qa_graph_rejects_bad_inputs():
+    graph = build_agemem_qa_graph(scripted(), store=InMemoryStore(), tokenizer=WordCodec())
+    with pytest.raises(ValueError, match="input 'distractors' must be a list of non-empty strings"):
+        graph.invoke({"question": "q?", "document": "d", "distractors": "one string"})
+    with pytest.raises(TypeError, match=r"input 'turns'\[0\] must be a dict"):
+        graph.invoke({"question": "q?", "document": "d", "turns": ["not a turn"]})
+
+
+def test_real_embedded_model_completes_all_three_stages(greedy_model):
+    from langgraph_memagent.agents.local_model import LocalChatModel
+
+    if not hasattr(LocalChatModel, "bind_tools"):
+        pytest.skip("LocalChatModel.bind_tools does not exist yet (tool calling on local models is in progress)")
+    graph = build_agemem_qa_graph(
+        greedy_model, store=default_agemem_store(WordHashEmbeddings()), chunk_tokens=64, distractor_messages=1,
+        distractor_sentences=2, max_turns_per_message=1, max_stage_turns=2, turn_tokens=48,
+    )
+    document = "Ann lives in Oslo and works as a baker. Bo lives in Rome and teaches music."
+    result = graph.invoke({"question": "Where does Ann live?", "document": document})
+    print("embedded AgeMem:", {k: result[k] for k in ("response", "answer", "stage_turns", "tool_calls", "memory_item_count")})
+    assert set(result["stage_turns"]) == {"build", "distract", "answer"}
+    assert 1 <= result["stage_turns"]["build"] <= 2 and result["stage_turns"]["answer"] == 1
+    assert isinstance(result["response"], str) and result["usage"]["llm_calls"] >= 3
+
+
+def test_messages_from_elsewhere_get_group_ids_in_order():
+    model = scripted("ok")
+    earlier = [HumanMessage("earlier question"), AIMessage("earlier reply")]
+    out = fast_graph(model).invoke({"stage": "answer", "incoming": ["new question"], "messages": earlier}, context=ALICE)
+    assert _ids(out["messages"]) == ["g1", "g2", "g3", "g4"]
+    assert [m.text for m in out["messages"]] == ["earlier question", "earlier reply", "new question", "ok"]
+    assert [m.text for m in model.calls[0][1:]] == ["[g1] earlier question", "earlier reply", "[g3] new question"]
