@@ -1,0 +1,156 @@
+"""Compiled graphs for a LangGraph server (``langgraph dev``): MemAgent, SUMER and AgeMem.
+
+``langgraph.json`` at the repository root points the server at the module-level graphs
+here by module path (``langgraph_memagent.graphs.served:memagent``, ``...:sumer``,
+``...:agemem``), so they import like any other module of the installed package.
+
+The server supplies persistence: a graph it loads must carry neither a checkpointer
+nor a store (``langgraph dev`` refuses one that does), and each run gets the server's
+own checkpointer and store. MemAgent keeps its chunks in that store for the run.
+
+The model is one spec string, as in :func:`~langgraph_memagent.agents.loading.load_chat_model`,
+read with its options from environment variables when the server imports this module:
+
+- ``MEMAGENT_MODEL``: model spec (default ``smollm2-135m``, the embedded model).
+- ``MEMAGENT_BASE_URL``: OpenAI-compatible endpoint for ``vllm:``/``openai:`` specs.
+- ``MEMAGENT_API_KEY``: API key for ``openai:`` specs (``vllm:`` defaults to ``EMPTY``).
+- ``MEMAGENT_TEMPERATURE``, ``MEMAGENT_TOP_P``: sampling (``0`` is greedy; default: the backend's).
+- ``MEMAGENT_TOKENIZER``: tokenizer for chunking and token counts, a local directory or
+  ``tiktoken:<encoding>``; required for hosted models, local models use their own.
+- ``MEMAGENT_CHUNK_TOKENS``, ``MEMAGENT_MEMORY_TOKENS``, ``MEMAGENT_ANSWER_TOKENS``:
+  MemAgent budgets (default 5000, 1024, 1024: the MemAgent paper's).
+
+SUMER and AgeMem run with their papers' defaults (see their builders).
+
+Import stays cheap: the embedded model's weights load on its first call, and the
+tokenizer is read from the model directory instead of through the model.
+
+Example (a served graph behaves like any compiled graph):
+
+    >>> from langgraph_memagent.graphs.served import memagent   # doctest: +SKIP
+    >>> memagent.checkpointer is None and memagent.store is None  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from ..agents.loading import EMBEDDED_MODELS, load_chat_model
+from ..agents.tokenizers import TokenCodec, resolve_tokenizer
+from ..baselines.agemem import build_agemem_qa_graph
+from ..baselines.sumer import build_sumer_graph
+from .memagent import MemAgentConfig, MemAgentGraph, build_memagent_graph
+
+DEFAULT_MODEL = "smollm2-135m"
+_PAPER = MemAgentConfig()  # MemAgent paper budgets (arXiv 2507.02259), the defaults below
+
+
+def _env_number(environ: Mapping[str, str], name: str, kind: type, default: Any = None) -> Any:
+    """``environ[name]`` parsed as ``kind`` (int or float), or ``default`` when unset or empty."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be {'an integer' if kind is int else 'a number'}, got {raw!r}") from None
+
+
+def served_model(environ: Mapping[str, str] = os.environ) -> BaseChatModel:
+    """The chat model named by ``MEMAGENT_MODEL`` and its option variables.
+
+    >>> served_model({"MEMAGENT_MODEL": "vllm:Qwen/Qwen2.5-7B-Instruct",
+    ...               "MEMAGENT_BASE_URL": "http://127.0.0.1:8000/v1", "MEMAGENT_TEMPERATURE": "0"}).temperature
+    0.0
+    >>> served_model({"MEMAGENT_TEMPERATURE": "cold"})
+    Traceback (most recent call last):
+    ...
+    ValueError: environment variable MEMAGENT_TEMPERATURE must be a number, got 'cold'
+    """
+    options: dict[str, Any] = {}
+    for name, option in (("MEMAGENT_TEMPERATURE", "temperature"), ("MEMAGENT_TOP_P", "top_p")):
+        value = _env_number(environ, name, float)
+        if value is not None:
+            options[option] = value
+    for name, option in (("MEMAGENT_BASE_URL", "base_url"), ("MEMAGENT_API_KEY", "api_key")):
+        if environ.get(name):
+            options[option] = environ[name]
+    return load_chat_model(environ.get("MEMAGENT_MODEL") or DEFAULT_MODEL, **options)
+
+
+def served_tokenizer(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The tokenizer spec: ``MEMAGENT_TOKENIZER``, else the local model's directory.
+
+    Reading the tokenizer from the directory keeps the server's start from loading the
+    model's weights (a local model's own ``tokenizer`` attribute would load them).
+    ``None`` for a hosted model without ``MEMAGENT_TOKENIZER`` (:func:`served_codec`
+    then refuses, saying what to set).
+
+    >>> served_tokenizer({"MEMAGENT_MODEL": "hf:/models/qwen"})
+    '/models/qwen'
+    >>> served_tokenizer({"MEMAGENT_MODEL": "openai:gpt-4o-mini", "MEMAGENT_TOKENIZER": "tiktoken:o200k_base"})
+    'tiktoken:o200k_base'
+    """
+    if environ.get("MEMAGENT_TOKENIZER"):
+        return environ["MEMAGENT_TOKENIZER"]
+    spec = environ.get("MEMAGENT_MODEL") or DEFAULT_MODEL
+    if spec in EMBEDDED_MODELS:
+        from ..agents.embedded import embedded_model_dir
+
+        return str(embedded_model_dir())
+    provider, _, name = spec.partition(":")
+    return name if provider == "hf" and name else None
+
+
+def served_codec(environ: Mapping[str, str] = os.environ) -> TokenCodec:
+    """The tokenizer every served graph chunks and counts with (see :func:`served_tokenizer`).
+
+    >>> served_codec({"MEMAGENT_MODEL": "openai:gpt-4o-mini"})
+    Traceback (most recent call last):
+    ...
+    ValueError: MEMAGENT_MODEL='openai:gpt-4o-mini' is a hosted model: set MEMAGENT_TOKENIZER to a local tokenizer directory or 'tiktoken:<encoding>' so documents are chunked by exact token counts
+    """
+    tokenizer = served_tokenizer(environ)
+    if tokenizer is None:
+        raise ValueError(
+            f"MEMAGENT_MODEL={environ.get('MEMAGENT_MODEL')!r} is a hosted model: set MEMAGENT_TOKENIZER to a local "
+            "tokenizer directory or 'tiktoken:<encoding>' so documents are chunked by exact token counts"
+        )
+    return resolve_tokenizer(tokenizer)
+
+
+def build_served_memagent(model: BaseChatModel, tokenizer: Any, environ: Mapping[str, str] = os.environ) -> MemAgentGraph:
+    """MemAgent for a LangGraph server: budgets from the environment, no checkpointer or store.
+
+    >>> from langgraph_memagent.agents.loading import load_chat_model
+    >>> graph = build_served_memagent(load_chat_model("vllm:m", base_url="http://127.0.0.1:8000/v1"),
+    ...                               "tiktoken:gpt2", {"MEMAGENT_CHUNK_TOKENS": "2000"})  # doctest: +SKIP
+    >>> graph.memagent_config.chunk_tokens, graph.store, graph.checkpointer  # doctest: +SKIP
+    (2000, None, None)
+    """
+    graph = build_memagent_graph(
+        model,
+        chunk_tokens=_env_number(environ, "MEMAGENT_CHUNK_TOKENS", int, _PAPER.chunk_tokens),
+        memory_tokens=_env_number(environ, "MEMAGENT_MEMORY_TOKENS", int, _PAPER.memory_tokens),
+        answer_tokens=_env_number(environ, "MEMAGENT_ANSWER_TOKENS", int, _PAPER.answer_tokens),
+        tokenizer=tokenizer,
+        name="memagent",
+    )
+    # build_memagent_graph always attaches a store (an in-memory one by default); the
+    # server brings its own and rejects graphs that carry one.
+    return graph.copy(update={"store": None})
+
+
+model = served_model()
+# Resolved once and passed to every graph: a local model's own ``tokenizer`` would load its weights.
+tokenizer = served_codec()
+memagent = build_served_memagent(model, tokenizer)
+# SUMER and AgeMem keep their memory banks in their own in-process stores (embedding
+# indexes the server's store is not configured with); they carry no graph-level store.
+sumer = build_sumer_graph(model, tokenizer=tokenizer)
+agemem = build_agemem_qa_graph(model, tokenizer=tokenizer, name="agemem")
