@@ -6,9 +6,11 @@ from .loading import load_chat_model
 from .local_model import LocalChatModel
 from .prompts import final_prompt, memory_update_prompt
 from .tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
+from .tool_calling import ParsedReply, parse_tool_calls
 
 __all__ = [
     "LocalChatModel",
+    "ParsedReply",
     "TokenCodec",
     "chunk_text",
     "embedded_model_dir",
@@ -17,5 +19,6 @@ __all__ = [
     "iter_chunks",
     "load_chat_model",
     "memory_update_prompt",
+    "parse_tool_calls",
     "resolve_tokenizer",
 ]

@@ -14,22 +14,27 @@ multi-conversation RL trainer needs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import queue
 import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, ToolCall
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "chat": "user"}
-_CALL_OPTIONS = ("max_tokens", "temperature", "top_p")
+from .tool_calling import ToolChoice, normalize_tool_choice, parse_tool_calls, render_chat_prompt, tool_names
+
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
 
 
 @dataclass(frozen=True)
@@ -298,9 +303,20 @@ class _DecodeBatch:
 
 
 def token_level_result(
-    text: str, prompt_ids: list[int], completion_ids: list[int], *, model_name: str, finish_reason: str
+    text: str,
+    prompt_ids: list[int],
+    completion_ids: list[int],
+    *,
+    model_name: str,
+    finish_reason: str,
+    tool_calls: Sequence[ToolCall] = (),
+    invalid_tool_calls: Sequence[InvalidToolCall] = (),
 ) -> ChatResult:
-    """A chat result with token usage and the exact prompt/completion token ids (trainer rows)."""
+    """A chat result with token usage and the exact prompt/completion token ids (trainer rows).
+
+    ``text`` is the reply's content; parsed ``tool_calls`` / ``invalid_tool_calls`` ride on
+    the message, while the token ids stay those of the whole completion.
+    """
     usage = {
         "input_tokens": len(prompt_ids),
         "output_tokens": len(completion_ids),
@@ -312,7 +328,14 @@ def token_level_result(
         "prompt_token_ids": prompt_ids,
         "completion_token_ids": completion_ids,
     }
-    return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage, response_metadata=metadata))])
+    message = AIMessage(
+        content=text,
+        tool_calls=list(tool_calls),
+        invalid_tool_calls=list(invalid_tool_calls),
+        usage_metadata=usage,
+        response_metadata=metadata,
+    )
+    return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 _ENGINES: dict[tuple, BatchedGenerator] = {}
@@ -330,12 +353,29 @@ def shared_engine(model_path: str, *, dtype: str, device: str, max_batch_size: i
         return _ENGINES[key]
 
 
+@dataclass(frozen=True)
+class _PendingCall:
+    """A submitted generation and what reading its reply needs (bound tools, forced-call prefix)."""
+
+    future: Future
+    tools_bound: bool = False
+    tool_names: list[str] = field(default_factory=list)
+    reply_prefix: str = ""
+    id_seed: str = ""
+
+
 class LocalChatModel(BaseChatModel):
     """A local transformers causal LM as a LangChain chat model with dynamic batching.
 
     Defaults are the MemAgent paper's evaluation sampling (temperature 0.7, top_p 0.95,
     arXiv 2507.02259); ``temperature=0`` is greedy. Per-call ``max_tokens``,
     ``temperature`` and ``top_p`` can be passed to ``invoke`` or ``bind``.
+
+    Tools: :meth:`bind_tools` renders tools through the model's chat template, or as the
+    Hermes/Qwen2.5 JSON tool prompt when the template has no tool support (SmolLM2), and
+    parses ``<tool_call>`` blocks (and bare JSON calls) from the reply into ``tool_calls``;
+    malformed ones become ``invalid_tool_calls`` with an error. See
+    :mod:`langgraph_memagent.agents.tool_calling`.
 
     Example:
         >>> from langgraph_memagent import load_chat_model
@@ -345,6 +385,14 @@ class LocalChatModel(BaseChatModel):
         True
         >>> len(reply.response_metadata["completion_token_ids"]) <= 16  # doctest: +SKIP
         True
+        >>> from langchain_core.tools import tool
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     "Add two integers."
+        ...     return a + b
+        >>> reply = model.bind_tools([add]).invoke("What is 2 + 3? Use the tool.")  # doctest: +SKIP
+        >>> reply.tool_calls                                                       # doctest: +SKIP
+        [{'name': 'add', 'args': {'a': 2, 'b': 3}, 'id': 'call_0_...', 'type': 'tool_call'}]
     """
 
     model_config = ConfigDict(protected_namespaces=())
@@ -406,7 +454,26 @@ class LocalChatModel(BaseChatModel):
         """The model's own tokenizer, used for token-exact chunking."""
         return self.engine.tokenizer
 
-    def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> Future:
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable | BaseTool],
+        *,
+        tool_choice: ToolChoice | str | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """This model with ``tools`` offered on every call (LangChain tools, functions, pydantic models or schemas).
+
+        ``tool_choice``: ``None``/``"auto"`` the model decides; ``"none"`` no tools are
+        offered; ``"required"``/``"any"`` or a tool's name start the reply with a tool call
+        (see :mod:`langgraph_memagent.agents.tool_calling`).
+        """
+        schemas = [convert_to_openai_tool(tool) for tool in tools]
+        choice = normalize_tool_choice(tool_choice, tool_names(schemas))
+        if choice is not None:
+            kwargs["tool_choice"] = choice
+        return self.bind(tools=schemas, **kwargs)
+
+    def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _PendingCall:
         unknown = set(kwargs) - set(_CALL_OPTIONS)
         if unknown:
             raise ValueError(f"unsupported call options {sorted(unknown)}; LocalChatModel accepts {list(_CALL_OPTIONS)}")
@@ -417,17 +484,37 @@ class LocalChatModel(BaseChatModel):
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
         )
-        chat = [{"role": _ROLES.get(m.type, m.type), "content": m.text} for m in messages]
-        prompt_ids = self.engine.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True, return_dict=False)
-        return self.engine.submit(list(prompt_ids), params)
+        tools = [convert_to_openai_tool(tool) for tool in kwargs.get("tools") or []]
+        names = tool_names(tools)
+        choice = normalize_tool_choice(kwargs.get("tool_choice"), names)
+        tokenizer = self.engine.tokenizer
+        prompt = render_chat_prompt(tokenizer, messages, tools=tools, tool_choice=choice)
+        # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call prefix.
+        prompt_ids = tokenizer(prompt.text, add_special_tokens=False)["input_ids"]
+        future = self.engine.submit(list(prompt_ids), params)
+        if not tools:
+            return _PendingCall(future)
+        # With tool_choice="none" every call the model still writes is reported as invalid.
+        allowed = [] if choice == "none" else names
+        # Call ids hash the prompt too: the same call in a later turn gets another id.
+        id_seed = hashlib.sha1(prompt.text.encode()).hexdigest()
+        return _PendingCall(future, tools_bound=True, tool_names=allowed, reply_prefix=prompt.reply_prefix, id_seed=id_seed)
 
-    def _result(self, completion: Completion) -> ChatResult:
+    def _result(self, call: _PendingCall, completion: Completion) -> ChatResult:
+        text, tool_calls, invalid_tool_calls = completion.text, [], []
+        if call.tools_bound:
+            parsed = parse_tool_calls(
+                call.reply_prefix + completion.text, call.tool_names, bare_json=bool(call.tool_names), id_seed=call.id_seed
+            )
+            text, tool_calls, invalid_tool_calls = parsed.content, parsed.tool_calls, parsed.invalid_tool_calls
         return token_level_result(
-            completion.text,
+            text,
             completion.prompt_token_ids,
             completion.completion_token_ids,
             model_name=Path(self.model_path).name,
             finish_reason=completion.finish_reason,
+            tool_calls=tool_calls,
+            invalid_tool_calls=invalid_tool_calls,
         )
 
     def _generate(
@@ -437,7 +524,8 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return self._result(self._submit(messages, stop, kwargs).result())
+        call = self._submit(messages, stop, kwargs)
+        return self._result(call, call.future.result())
 
     async def _agenerate(
         self,
@@ -446,5 +534,5 @@ class LocalChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return self._result(await asyncio.wrap_future(self._submit(messages, stop, kwargs)))
-
+        call = self._submit(messages, stop, kwargs)
+        return self._result(call, await asyncio.wrap_future(call.future))

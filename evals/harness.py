@@ -758,7 +758,8 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
     if config.judge is not None:
         from .locomo_scoring import LLMJudge
 
-        judge = LLMJudge(load_chat_model(config.judge) if isinstance(config.judge, str) else config.judge)
+        # 128 tokens: the judge prompt asks for one sentence of reasoning, then the JSON label.
+        judge = LLMJudge(load_chat_model(config.judge), max_tokens=128) if isinstance(config.judge, str) else LLMJudge(config.judge)
     writer = _ResultsWriter(results_path)
     executor = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="compare")
     pending: set[Future] = set()
