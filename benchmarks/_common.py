@@ -180,3 +180,17 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
         os.unlink(temp)
         raise
     return path
+
+
+def run_compare_benchmark(name: str, settings: dict[str, Any], config: Any) -> int:
+    """Run a ``memagent compare`` configuration on the embedded model, greedy (a re-run
+    reproduces every answer), then record and print its summary."""
+    from langgraph_memagent.agents.loading import load_chat_model
+    from langgraph_memagent.evals.harness import run_comparison
+
+    load = OtherLoad()
+    result = run_comparison(config, model=load_chat_model("smollm2-135m", temperature=0))
+    write_result(name, {"settings": settings, "out": str(result.out), "summary_md": result.markdown, "other_cpu_cores": load.cores()})
+    print(result.markdown)
+    print(f"{name}: tables and plots in {result.out}; other load {load.cores():.2f} cores")
+    return 0

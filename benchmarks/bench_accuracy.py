@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import RESULTS_DIR, OtherLoad, write_result
+from ._common import RESULTS_DIR, run_compare_benchmark
 
 NAME = "bench_accuracy"
 TASKS = ("niah_single_1", "qa_hotpotqa_synthetic")
@@ -26,10 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS_DIR / "accuracy"), help="output directory (default: %(default)s)")
     args = parser.parse_args(argv)
 
-    from langgraph_memagent.agents.loading import load_chat_model
-    from langgraph_memagent.evals.harness import ComparisonConfig, parse_lengths, run_comparison
+    from langgraph_memagent.evals.harness import ComparisonConfig, parse_lengths
 
-    load = OtherLoad()
     config = ComparisonConfig(
         graphs=tuple(args.graphs.split(",")),
         task=tuple(args.tasks.split(",")),
@@ -37,12 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         samples=args.samples,
         out=args.out,
     )
-    # Greedy, so a re-run reproduces every answer.
-    result = run_comparison(config, model=load_chat_model("smollm2-135m", temperature=0))
-    write_result(NAME, {"settings": vars(args), "out": str(result.out), "summary_md": result.markdown, "other_cpu_cores": load.cores()})
-    print(result.markdown)
-    print(f"{NAME}: tables and plots in {result.out}; other load {load.cores():.2f} cores")
-    return 0
+    return run_compare_benchmark(NAME, vars(args), config)
 
 
 if __name__ == "__main__":

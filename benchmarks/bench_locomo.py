@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import RESULTS_DIR, OtherLoad, write_result
+from ._common import RESULTS_DIR, run_compare_benchmark
 
 NAME = "bench_locomo"
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
@@ -28,18 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS_DIR / "locomo"), help="output directory (default: %(default)s)")
     args = parser.parse_args(argv)
 
-    from langgraph_memagent.agents.loading import load_chat_model
-    from langgraph_memagent.evals.harness import ComparisonConfig, run_comparison
+    from langgraph_memagent.evals.harness import ComparisonConfig
 
-    load = OtherLoad()
     config = ComparisonConfig(
         graphs=tuple(args.graphs.split(",")), task=None, lengths=(), data=(args.data,), limit=args.limit, judge=args.judge, out=args.out
     )
-    result = run_comparison(config, model=load_chat_model("smollm2-135m", temperature=0))
-    write_result(NAME, {"settings": vars(args), "out": str(result.out), "summary_md": result.markdown, "other_cpu_cores": load.cores()})
-    print(result.markdown)
-    print(f"{NAME}: tables and plots in {result.out}; other load {load.cores():.2f} cores")
-    return 0
+    return run_compare_benchmark(NAME, vars(args), config)
 
 
 if __name__ == "__main__":
