@@ -29,11 +29,25 @@ rollout batch: ``steps_per_generation = k * gradient_accumulation_steps`` gives 
 Note ``per_device_train_batch_size`` counts *rollouts*; a micro-batch holds the rows of
 about that many rollouts.
 
+Graphs (``--graph``): ``memagent`` (default), ``sumer`` and ``agemem`` (the
+baselines' tool loops, :mod:`baselines.sumer` and :mod:`baselines.agemem`). A
+tool-calling turn is one row like any other call: its prompt is the rendered
+transcript so far (earlier tool results included, so they are prompt tokens and carry
+no loss) and its completion is what the policy wrote, a malformed tool call included;
+the forced-answer call at a turn cap is a row too. Default rewards: MemAgent's
+answer verifier; SUMER's ``J x F1`` (-1 without an answer), which needs an LLM judge
+(``--judge_model``; SUMER and LoCoMo score with an LLM judge), or, only when asked
+for with ``--reward_metric f1``, the judge-free ``F1`` (-1 without an answer); AgeMem's
+composite reward (task + context + memory, minus turn and overflow penalties) with
+the context limit and turn limit of the config.
+
 Command line (from the repository root)::
 
     python training/grpo_multiconv.py --help
     python training/grpo_multiconv.py --preset cpu-smoke --output_dir runs/smoke --max_steps 3
     python training/grpo_multiconv.py --preset cpu-smoke --resume_from_checkpoint runs/smoke/checkpoint-2
+    python training/grpo_multiconv.py --preset cpu-smoke --graph sumer --judge_model smollm2-135m --output_dir runs/sumer
+    python training/grpo_multiconv.py --preset cpu-smoke --graph agemem --output_dir runs/agemem
 
 GPUs (``--preset paper-7b``: Qwen2.5-7B-Instruct, full fine-tuning, paper settings,
 sized for 32 processes; scale ``per_device_train_batch_size`` x processes x
@@ -84,14 +98,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 from trl.models import unwrap_model_for_generation
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import pad, use_adapter
-from transformers import TrainerCallback
 
+from ..evals.locomo_scoring import LLMJudge
 from ..evals.scoring import METRICS
-from .rewards import AnswerReward, gold_answers
+from .rewards import AgeMemReward, AgeMemRewardConfig, AnswerReward, JudgeFreeSumerReward, SubmittedAnswersOnly, SumerReward, gold_answers
 from .rollouts import RewardFn, Rollout, run_rollouts, score_rollouts
 
 logger = logging.getLogger(__name__)
@@ -135,7 +150,11 @@ class MultiConvGRPOConfig(GRPOConfig):
     logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
     bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; default: only when CUDA is available."})
     max_completion_length: int | None = field(
-        default=None, metadata={"help": "Set from max(memory_tokens, answer_tokens); used by TRL's length-normalized losses."}
+        default=None,
+        metadata={
+            "help": "Default: the graph's largest generation limit (MemAgent: max(memory_tokens, answer_tokens); "
+            "SUMER: max(turn_tokens, answer_tokens); AgeMem: turn_tokens); used by TRL's length-normalized losses."
+        },
     )
 
     # Model ---------------------------------------------------------------------------
@@ -154,11 +173,56 @@ class MultiConvGRPOConfig(GRPOConfig):
     )
 
     # Graph ---------------------------------------------------------------------------
-    graph: str = field(default="memagent", metadata={"help": "Graph whose LLM calls become rows (see GRAPH_BUILDERS)."})
-    chunk_tokens: int = field(default=5000, metadata={"help": "Document tokens per memory update (MemAgent: 5000)."})
+    graph: str = field(
+        default="memagent",
+        metadata={"help": "Graph whose LLM calls become rows: 'memagent', 'sumer' or 'agemem' (see GRAPH_BUILDERS)."},
+    )
+    chunk_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Document tokens per piece; default per graph: MemAgent memory update 5000 (paper), SUMER memory "
+            "item 200, AgeMem stage-1 message 512 (the baselines' defaults). Conversation rows with 'turns' ignore it "
+            "for SUMER and AgeMem (one item per message / per session)."
+        },
+    )
     memory_tokens: int = field(default=1024, metadata={"help": "Generation limit of a memory update (MemAgent: 1024)."})
     answer_tokens: int = field(default=1024, metadata={"help": "Generation limit of the final answer (MemAgent: 1024)."})
     final_prompt: str = field(default="boxed", metadata={"help": "'boxed' (paper) or 'answer_is' final prompt."})
+    turn_tokens: int | None = field(
+        default=None,
+        metadata={"help": "SUMER/AgeMem: generation limit of one tool-calling turn; default SUMER 1024, AgeMem 256."},
+    )
+    max_context_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "SUMER/AgeMem: context budget in tokens (SUMER ends the episode above it; AgeMem drops the oldest "
+            "message groups and its reward penalizes the overflow). Default, set when the trainer starts: the "
+            "policy's window minus turn_tokens (AgeMem: at most 4096, its graph's default for local models)."
+        },
+    )
+    max_turns: int = field(default=20, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20)."})
+    max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
+    agemem_turns_per_message: int = field(
+        default=2, metadata={"help": "AgeMem: assistant turns after each arriving message (graph default 2; the paper sets none)."}
+    )
+    agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
+    agemem_distractor_messages: int = field(
+        default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose (graph default 2)."}
+    )
+    agemem_turn_limit: int | None = field(
+        default=None,
+        metadata={
+            "help": "AgeMem reward: assistant turns over all three stages above which the turn penalty applies; "
+            "default agemem_stage_turns (ours: the AgeMem paper's limit is not available)."
+        },
+    )
+    embeddings_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "SUMER/AgeMem: sentence-transformers model directory for memory search; default the embedded "
+            "all-MiniLM-L6-v2."
+        },
+    )
     rollout_concurrency: int = field(
         default=0, metadata={"help": "Most graph runs in flight at once; 0 runs every rollout of the batch together."}
     )
@@ -167,9 +231,34 @@ class MultiConvGRPOConfig(GRPOConfig):
     )
 
     # Objective -----------------------------------------------------------------------
-    reward_metric: str = field(
-        default="strict_boxed",
-        metadata={"help": f"Final-answer reward: 'strict_boxed' (MemAgent training verifier) or one of {METRICS[1:]}."},
+    reward_metric: str | None = field(
+        default=None,
+        metadata={
+            "help": f"MemAgent: final-answer reward, 'strict_boxed' (its training verifier, the default) or one of "
+            f"{METRICS[1:]}. SUMER: unset = J x F1 with --judge_model (the paper's reward), or 'f1' = the judge-free "
+            "fallback F1 (-1 without an answer). AgeMem: metric of the reward's task component (default 'f1')."
+        },
+    )
+    judge_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "SUMER: the LLM judge's model spec for agents.loading.load_chat_model ('smollm2-135m', 'hf:<dir>', "
+            "'vllm:<model>' with --judge_base_url, ...). SUMER's reward multiplies the judge's CORRECT/WRONG by token F1."
+        },
+    )
+    judge_base_url: str | None = field(
+        default=None, metadata={"help": "OpenAI-compatible endpoint of a 'vllm:'/'openai:' judge_model."}
+    )
+    judge_max_tokens: int | None = field(
+        default=None, metadata={"help": "Reply limit of the judge (default: the judge model's own)."}
+    )
+    sumer_require_submit: bool = field(
+        default=True,
+        metadata={
+            "help": "SUMER reward: only an answer given with submit_answer counts; an answer forced at the turn cap or "
+            "read from a turn without a tool call scores -1 like no answer (the SUMER paper). --sumer_require_submit "
+            "false scores those answers too (a denser signal for small models)."
+        },
     )
     loss_aggregation: str = field(
         default="token",
@@ -194,20 +283,50 @@ class MultiConvGRPOConfig(GRPOConfig):
         if self.bf16 is None:
             # TRL defaults bf16 to True, which fails on machines without CUDA.
             self.bf16 = torch.cuda.is_available() and not self.fp16
+        # Fields left unset take the graph's defaults (a custom graph name keeps them unset).
+        for name, value in GRAPH_DEFAULTS.get(self.graph, {}).items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+        if self.agemem_turn_limit is None:
+            self.agemem_turn_limit = self.agemem_stage_turns
         if self.max_completion_length is None:
-            self.max_completion_length = max(self.memory_tokens, self.answer_tokens)
+            limits = {
+                "memagent": (self.memory_tokens, self.answer_tokens),
+                "sumer": (self.turn_tokens, self.answer_tokens),
+                "agemem": (self.turn_tokens,),
+            }.get(self.graph, (self.memory_tokens, self.answer_tokens))
+            self.max_completion_length = max(limits)
         choices = {
             "finetuning": ("auto", "lora", "full"),
             "loss_aggregation": ("token", "rollout"),
             "final_prompt": ("boxed", "answer_is"),
-            "reward_metric": METRICS,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
-        for name in ("chunk_tokens", "memory_tokens", "answer_tokens", "generation_max_batch_size", "num_train_samples"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.reward_metric is not None and self.reward_metric not in METRICS:
+            raise ValueError(f"reward_metric must be one of {list(METRICS)}, got {self.reward_metric!r}")
+        if self.graph == "sumer" and self.reward_metric not in (None, "f1"):
+            raise ValueError(
+                f"reward_metric for graph 'sumer' must be unset (SUMER's J x F1, with judge_model) or 'f1' (the "
+                f"judge-free fallback), got {self.reward_metric!r}"
+            )
+        if self.graph == "sumer" and self.reward_metric == "f1" and self.judge_model is not None:
+            raise ValueError(
+                f"graph 'sumer' got both judge_model={self.judge_model!r} (J x F1) and reward_metric='f1' (judge-free "
+                "F1); give one"
+            )
+        positive = (
+            "chunk_tokens", "memory_tokens", "answer_tokens", "turn_tokens", "max_context_tokens", "max_turns",
+            "max_parallel_calls", "agemem_turns_per_message", "agemem_stage_turns", "agemem_turn_limit",
+            "judge_max_tokens", "generation_max_batch_size", "num_train_samples",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.agemem_distractor_messages < 0:
+            raise ValueError(f"agemem_distractor_messages must be >= 0, got {self.agemem_distractor_messages!r}")
         if self.rollout_concurrency < 0:
             raise ValueError(f"rollout_concurrency must be >= 0 (0 = all at once), got {self.rollout_concurrency!r}")
         if self.use_vllm:
@@ -222,6 +341,14 @@ class MultiConvGRPOConfig(GRPOConfig):
     def use_lora(self) -> bool:
         """Whether the policy trains a LoRA adapter (``finetuning``, with 'auto' = LoRA without CUDA)."""
         return self.finetuning == "lora" or (self.finetuning == "auto" and not torch.cuda.is_available())
+
+
+# Defaults of fields left unset, per graph: MemAgent's paper values; the baselines' own defaults.
+GRAPH_DEFAULTS: dict[str, dict[str, Any]] = {
+    "memagent": {"chunk_tokens": 5000, "reward_metric": "strict_boxed"},
+    "sumer": {"chunk_tokens": 200, "turn_tokens": 1024},
+    "agemem": {"chunk_tokens": 512, "turn_tokens": 256, "reward_metric": "f1"},
+}
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -441,8 +568,64 @@ def build_memagent_rollout_graph(model: Any, config: MultiConvGRPOConfig, tokeni
     )
 
 
+def _memory_embeddings(config: MultiConvGRPOConfig) -> Any:
+    """The embeddings of the baselines' memory search (``None``: their embedded default)."""
+    if config.embeddings_model is None:
+        return None
+    from ..baselines.embeddings import load_embeddings
+
+    return load_embeddings(config.embeddings_model)
+
+
+def build_sumer_rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
+    """SUMER's search loop with the config's caps; one memory bank shared by all rollouts.
+
+    The bank ingests a conversation (or document) once and every rollout of its group
+    searches the same items; the forced answer at the turn cap stays on (its call is a row).
+    """
+    from ..baselines.sumer import build_sumer_graph
+
+    return build_sumer_graph(
+        model,
+        embeddings=_memory_embeddings(config),
+        max_turns=config.max_turns,
+        max_parallel_calls=config.max_parallel_calls,
+        max_context_tokens=config.max_context_tokens,
+        tokenizer=tokenizer,
+        turn_tokens=config.turn_tokens,
+        answer_tokens=config.answer_tokens,
+        chunk_tokens=config.chunk_tokens,
+        final_prompt=config.final_prompt,
+    )
+
+
+def build_agemem_rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
+    """AgeMem's three-stage rollout (build memory, distractors, question) with the config's caps.
+
+    Each run keeps its long-term memory under a fresh user id that is cleared after the
+    answer, so concurrent rollouts never read each other's memory.
+    """
+    from ..baselines.agemem import build_agemem_qa_graph
+
+    return build_agemem_qa_graph(
+        model,
+        embeddings=_memory_embeddings(config),
+        tokenizer=tokenizer,
+        chunk_tokens=config.chunk_tokens,
+        distractor_messages=config.agemem_distractor_messages,
+        max_turns_per_message=config.agemem_turns_per_message,
+        max_stage_turns=config.agemem_stage_turns,
+        turn_tokens=config.turn_tokens,
+        max_context_tokens=config.max_context_tokens,
+    )
+
+
 GraphBuilder = Callable[[Any, MultiConvGRPOConfig, Any], Any]
-GRAPH_BUILDERS: dict[str, GraphBuilder] = {"memagent": build_memagent_rollout_graph}
+GRAPH_BUILDERS: dict[str, GraphBuilder] = {
+    "memagent": build_memagent_rollout_graph,
+    "sumer": build_sumer_rollout_graph,
+    "agemem": build_agemem_rollout_graph,
+}
 
 
 def memagent_graph_input(sample: dict[str, Any]) -> dict[str, Any]:
@@ -452,6 +635,131 @@ def memagent_graph_input(sample: dict[str, Any]) -> dict[str, Any]:
     {'question': 'q?', 'document': 'text'}
     """
     return {"question": sample["question"], "document": sample["document"]}
+
+
+def _row_turns(sample: dict[str, Any]) -> list[dict[str, Any]] | None:
+    turns = sample.get("turns")
+    if not turns and isinstance(sample.get("meta"), dict):
+        turns = sample["meta"].get("turns")
+    if not turns:
+        return None
+    if not isinstance(turns, list) or not all(isinstance(turn, dict) for turn in turns):
+        raise ValueError(f"row field 'turns' must be a list of message dicts (LoCoMo turns), got {turns!r:.80}")
+    # A datasets.Dataset gives every turn every key seen in any turn, None where absent.
+    return [{key: value for key, value in turn.items() if value is not None} for turn in turns]
+
+
+def conversation_graph_input(sample: dict[str, Any]) -> dict[str, Any]:
+    """The SUMER / AgeMem input of a dataset row: question and document, plus ``turns`` when it has them.
+
+    Turns come from the row's ``turns`` or ``meta["turns"]`` (LoCoMo rows). A row's
+    ``distractors`` are not passed on: they are the needle values the lenient reward
+    refuses, not AgeMem's stage-2 messages (those default to essay prose).
+
+    >>> conversation_graph_input({"question": "q?", "document": "Ann: hi", "answers": ["a"],
+    ...                           "turns": [{"speaker": "Ann", "text": "hi", "blip_caption": None}]})
+    {'question': 'q?', 'document': 'Ann: hi', 'turns': [{'speaker': 'Ann', 'text': 'hi'}]}
+    """
+    graph_input = memagent_graph_input(sample)
+    turns = _row_turns(sample)
+    if turns:
+        graph_input["turns"] = turns
+    return graph_input
+
+
+GraphInput = Callable[[dict[str, Any]], dict[str, Any]]
+GRAPH_INPUTS: dict[str, GraphInput] = {
+    "memagent": memagent_graph_input,
+    "sumer": conversation_graph_input,
+    "agemem": conversation_graph_input,
+}
+
+
+def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None) -> RewardFn:
+    """The reward of ``config.graph``: MemAgent's answer verifier, SUMER's J x F1, AgeMem's composite.
+
+    SUMER needs an LLM judge: ``judge`` (any chat model) or ``config.judge_model``;
+    without either it fails unless ``config.reward_metric == "f1"`` chose the judge-free
+    fallback; with ``config.sumer_require_submit`` (the paper's rule) only answers given
+    through ``submit_answer`` count (:class:`SubmittedAnswersOnly`). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
+    from the policy's window when unset) and ``config.agemem_turn_limit``.
+
+    >>> default_reward(MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer"))
+    Traceback (most recent call last):
+    ...
+    ValueError: graph 'sumer' needs an LLM judge for its J x F1 reward: set judge_model (a model spec, e.g. 'smollm2-135m' or 'vllm:<model>' with judge_base_url), or choose the judge-free fallback explicitly with reward_metric='f1'
+    """
+    if config.graph == "sumer":
+        reward = _sumer_reward(config, judge)
+        return SubmittedAnswersOnly(reward) if config.sumer_require_submit else reward
+    if config.graph == "agemem":
+        if config.max_context_tokens is None:
+            raise ValueError(
+                "graph 'agemem' needs max_context_tokens for its reward's context limit (the trainer sets it from "
+                "the policy's window when unset)"
+            )
+        return AgeMemReward(
+            context_limit=config.max_context_tokens,
+            turn_limit=config.agemem_turn_limit,
+            config=AgeMemRewardConfig(task_metric=config.reward_metric or GRAPH_DEFAULTS["agemem"]["reward_metric"]),
+        )
+    return AnswerReward(config.reward_metric or GRAPH_DEFAULTS["memagent"]["reward_metric"])
+
+
+def _sumer_reward(config: MultiConvGRPOConfig, judge: Any) -> RewardFn:
+    """SUMER's J x F1 with ``judge`` or ``config.judge_model``, or the explicitly chosen judge-free F1."""
+    if config.reward_metric == "f1":
+        return JudgeFreeSumerReward()
+    if judge is None and config.judge_model is None:
+        raise ValueError(
+            "graph 'sumer' needs an LLM judge for its J x F1 reward: set judge_model (a model spec, e.g. "
+            "'smollm2-135m' or 'vllm:<model>' with judge_base_url), or choose the judge-free fallback explicitly "
+            "with reward_metric='f1'"
+        )
+    if judge is None:
+        from ..agents.loading import load_chat_model
+
+        options = {"base_url": config.judge_base_url} if config.judge_base_url else {}
+        judge = load_chat_model(config.judge_model, **options)
+    return SumerReward(LLMJudge(judge, max_tokens=config.judge_max_tokens))
+
+
+def context_budget(config: MultiConvGRPOConfig, window: int | None) -> int | None:
+    """``config.max_context_tokens``, or the default for ``config.graph`` given the policy's ``window``.
+
+    SUMER ends an episode when the next prompt would not fit the window with room for
+    one turn; AgeMem keeps at most 4096 tokens (its graph's default for local models,
+    chosen for CPU prefill). MemAgent needs none.
+
+    >>> base = dict(output_dir="/tmp/x", bf16=False, turn_tokens=256)
+    >>> [context_budget(MultiConvGRPOConfig(graph=g, **base), 8192) for g in ("memagent", "sumer", "agemem")]
+    [None, 7936, 4096]
+    """
+    if config.max_context_tokens is not None or config.graph not in ("sumer", "agemem"):
+        return config.max_context_tokens
+    if window is None:
+        raise ValueError(
+            f"graph {config.graph!r}: the policy's context window is unknown (no max_position_embeddings in its "
+            "config); set max_context_tokens"
+        )
+    room = window - config.turn_tokens
+    if room < 1:
+        raise ValueError(f"turn_tokens={config.turn_tokens} leaves no room in the policy's {window}-token window")
+    if config.graph == "agemem":
+        from ..baselines.agemem import LOCAL_CONTEXT_TOKENS
+
+        return min(room, LOCAL_CONTEXT_TOKENS)
+    return room
+
+
+def _policy_window(model: Any) -> int | None:
+    """``max_position_embeddings`` of a loaded policy (PEFT-wrapped or not) or of a model id/directory."""
+    model_config = getattr(model, "config", None)
+    if model_config is None and isinstance(model, (str, Path)):
+        from transformers import AutoConfig
+
+        model_config = AutoConfig.from_pretrained(str(model))
+    return getattr(model_config, "max_position_embeddings", None)
 
 
 def policy_chat_model(trainer: "MultiConvGRPOTrainer") -> Any:
@@ -523,6 +831,8 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
     Accepted fields: question from ``prompt`` (chat messages or a string), ``question`` or
     ``input``; document from ``context`` or ``document``; golds from
     ``reward_model.ground_truth`` or ``answers``. A record missing one raises with its index.
+    A conversation's raw messages (``turns`` or ``meta.turns``, LoCoMo's turn dicts) are
+    kept as ``turns`` for the SUMER and AgeMem graphs.
     """
     path = Path(path)
     if not path.is_file():
@@ -549,7 +859,11 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
         if isinstance(answers, dict) and not isinstance(answers.get("ground_truth"), (str, list)):
             answers = {"ground_truth": list(answers["ground_truth"])}  # parquet stores lists as arrays
         golds = gold_answers({"answers": record.get("answers"), "reward_model": answers} if answers else record)
-        records.append({"question": question, "document": document, "answers": golds, "distractors": [], "task": "file"})
+        row = {"question": question, "document": document, "answers": golds, "distractors": [], "task": "file"}
+        turns = _row_turns(record)
+        if turns:
+            row["turns"] = turns
+        records.append(row)
     return records
 
 
@@ -608,11 +922,14 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         args: a :class:`MultiConvGRPOConfig`.
         train_dataset: rows with the graph's input fields and gold answers (``answers``
             or ``reward_model.ground_truth``); see :func:`generate_samples`.
-        reward_fn: ``reward_fn(graph_output, row) -> float``; default
-            :class:`AnswerReward` with ``args.reward_metric``.
+        reward_fn: ``reward_fn(graph_output, row) -> float`` (one with a ``batch(outputs,
+            rows)`` method scores a whole rollout batch at once, e.g. the SUMER judge);
+            default :func:`default_reward` of ``args``.
         graph_builder: ``graph_builder(chat_model, args, tokenizer) -> graph``; default
             from ``GRAPH_BUILDERS[args.graph]``.
-        graph_input: ``graph_input(row) -> graph input``; default question + document.
+        graph_input: ``graph_input(row) -> graph input``; default from
+            ``GRAPH_INPUTS[args.graph]`` (question + document, plus ``turns`` for the
+            baselines).
         rollout_model: ``rollout_model(trainer) -> chat model``; default
             :func:`policy_chat_model` (generation on the current policy). Anything else
             must generate with the current weights or the ratio is off-policy.
@@ -629,7 +946,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         *,
         reward_fn: RewardFn | None = None,
         graph_builder: GraphBuilder | None = None,
-        graph_input: Callable[[dict[str, Any]], dict[str, Any]] = memagent_graph_input,
+        graph_input: GraphInput | None = None,
         rollout_model: Callable[["MultiConvGRPOTrainer"], Any] = policy_chat_model,
         processing_class: Any = None,
         peft_config: Any = None,
@@ -640,9 +957,13 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             raise TypeError(f"args must be a MultiConvGRPOConfig, got {type(args).__name__}")
         if graph_builder is None and args.graph not in GRAPH_BUILDERS:
             raise ValueError(f"unknown graph {args.graph!r}; expected one of {sorted(GRAPH_BUILDERS)}")
-        self.rollout_reward = reward_fn or AnswerReward(args.reward_metric)
+        if args.max_context_tokens is None and args.graph in ("sumer", "agemem"):
+            # Resolved once here, so the graph's budget and the reward's limit are the same number.
+            args.max_context_tokens = context_budget(args, _policy_window(model))
+            logger.info("graph %s: max_context_tokens = %d", args.graph, args.max_context_tokens)
+        self.rollout_reward = reward_fn or default_reward(args)
         self.graph_builder = graph_builder or GRAPH_BUILDERS[args.graph]
-        self.graph_input = graph_input
+        self.graph_input = graph_input or GRAPH_INPUTS.get(args.graph, memagent_graph_input)
         self.rollout_model = rollout_model
         self._rollout_graph: Any = None
         callbacks = list(callbacks or [])
@@ -691,7 +1012,14 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         started = time.perf_counter()
         rollouts = self._run_rollouts(inputs, group_ids, first)
         seconds = time.perf_counter() - started
-        score_rollouts(rollouts, inputs, self.rollout_reward)
+        score_batch = getattr(self.rollout_reward, "batch", None)
+        if callable(score_batch):
+            # One batched judge call for the whole rollout batch instead of one per rollout.
+            rewards = score_batch([rollout.output for rollout in rollouts], inputs)
+            for rollout, reward in zip(rollouts, rewards, strict=True):
+                rollout.reward = float(reward)
+        else:
+            score_rollouts(rollouts, inputs, self.rollout_reward)
         return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
 
     def _batch_from_rollouts(
@@ -818,8 +1146,11 @@ class MultiConvGRPOTrainer(GRPOTrainer):
 _DESCRIPTION = (
     "Multi-conversation GRPO (MemAgent's Multi-Conv DAPO) on TRL. Presets: "
     + "; ".join(f"--preset {name}" for name in PRESETS)
-    + ". Options given after a preset override it."
+    + ". Options given after a preset override it. The presets are MemAgent's: with --graph sumer or agemem "
+    "their reward_metric and chunk_tokens are not applied (those graphs have their own defaults)."
 )
+# Preset values that only mean something for MemAgent (its verifier and its chunk size).
+_MEMAGENT_ONLY = ("reward_metric", "chunk_tokens")
 
 
 def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
@@ -833,12 +1164,17 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     argv = list(sys.argv[1:] if argv is None else argv)
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--preset", default=None)
-    preset = early.parse_known_args(argv)[0].preset
+    early.add_argument("--graph", default="memagent")
+    known = early.parse_known_args(argv)[0]
+    preset = known.preset
     if preset is not None and preset not in PRESETS:
         raise SystemExit(f"unknown --preset {preset!r}; expected one of {sorted(PRESETS)}")
     parser = HfArgumentParser(MultiConvGRPOConfig, description=_DESCRIPTION)
     if preset is not None:
-        parser.set_defaults(**PRESETS[preset])
+        defaults = PRESETS[preset]
+        if known.graph != "memagent":
+            defaults = {key: value for key, value in defaults.items() if key not in _MEMAGENT_ONLY}
+        parser.set_defaults(**defaults)
     (config,) = parser.parse_args_into_dataclasses(args=argv)
     return config
 
@@ -912,10 +1248,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 __all__ = [
     "GRAPH_BUILDERS",
+    "GRAPH_DEFAULTS",
+    "GRAPH_INPUTS",
+    "PRESETS",
     "MultiConvGRPOConfig",
     "MultiConvGRPOTrainer",
-    "PRESETS",
     "RowBatch",
+    "build_agemem_rollout_graph",
+    "build_memagent_rollout_graph",
+    "build_sumer_rollout_graph",
+    "context_budget",
+    "conversation_graph_input",
+    "default_reward",
     "generate_samples",
     "group_advantages",
     "load_training_file",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..evals.locomo_scoring import F1_VARIANTS, JudgeVerdict, LLMJudge, f1
 from ..evals.scoring import METRICS, _golds, normalize_answer, score
@@ -378,11 +378,64 @@ class AgeMemReward:
         return self.last_parts.total
 
 
+class JudgeFreeSumerReward:
+    """SUMER's reward with every verdict taken as CORRECT: token F1 of a submitted answer, -1 without one.
+
+    The fallback chosen explicitly with ``reward_metric="f1"`` when no LLM judge is
+    available; SUMER itself multiplies F1 by an LLM judge's 0/1 (:class:`SumerReward`).
+
+    >>> reward = JudgeFreeSumerReward()
+    >>> reward({"answer": "a sunset"}, {"answers": ["a sunset"]}), reward({"answer": None}, {"answers": ["x"]})
+    (1.0, -1.0)
+    """
+
+    def __init__(self, *, f1_variant: str = "mem0"):
+        self.f1_variant = f1_variant
+        self.__name__ = "sumer_f1_reward"  # TRL logs rewards under the function's name
+
+    def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        return sumer_reward(output.get("answer"), gold_answers(sample), True, f1_variant=self.f1_variant)
+
+
+class SubmittedAnswersOnly:
+    """SUMER's rule on top of a reward: an answer counts only when the episode ended with ``submit_answer``.
+
+    A forced answer at the turn cap or context limit, or the text of a turn without a tool
+    call, is scored as no answer (SUMER: -1). ``batch`` keeps the wrapped reward's batching.
+
+    >>> reward = SubmittedAnswersOnly(JudgeFreeSumerReward())
+    >>> gold = {"answers": ["Oslo"]}
+    >>> reward({"answer": "Oslo", "stop_reason": "submitted"}, gold), reward({"answer": "Oslo", "stop_reason": "turn_limit"}, gold)
+    (1.0, -1.0)
+    """
+
+    def __init__(self, reward: Callable[[dict[str, Any], dict[str, Any]], float]):
+        self.reward = reward
+        self.__name__ = f"submitted_{getattr(reward, '__name__', 'reward')}"  # TRL logs rewards under this name
+
+    @staticmethod
+    def _as_scored(output: dict[str, Any]) -> dict[str, Any]:
+        return output if output.get("stop_reason") == "submitted" else {**output, "answer": None}
+
+    def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        return self.reward(self._as_scored(output), sample)
+
+    def batch(self, outputs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]) -> list[float]:
+        """Rewards of many rollouts, through the wrapped reward's ``batch`` when it has one."""
+        scored = [self._as_scored(output) for output in outputs]
+        score_batch = getattr(self.reward, "batch", None)
+        if callable(score_batch):
+            return list(score_batch(scored, samples))
+        return [self.reward(output, sample) for output, sample in zip(scored, samples, strict=True)]
+
+
 __all__ = [
     "AgeMemReward",
     "AgeMemRewardConfig",
     "AgeMemRewardParts",
     "AnswerReward",
+    "JudgeFreeSumerReward",
+    "SubmittedAnswersOnly",
     "SumerReward",
     "agemem_reward",
     "evidence_texts",

@@ -1,0 +1,285 @@
+# ruff: noqa: F811  (test functions take the fixtures imported from test_training as arguments)
+"""Training the SUMER and AgeMem tool loops: every LLM call of a rollout is one row with its rollout's advantage.
+
+Two kinds of policy:
+
+* a scripted engine behind the real ``LocalChatModel`` (the real tool rendering, the
+  real tool-call parser, the real token ids of the SmolLM2 tokenizer; only the text
+  each call generates is decided by a script), so a rollout can be steered through a
+  valid tool call, a malformed one and the forced answer at the turn cap;
+* the tiny random Llama of ``test_training.py``, served by the trainer itself, for
+  real rollouts and one real optimizer step.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+
+import pytest
+import torch
+from langgraph_memagent.agents.local_model import Completion, LocalChatModel
+from langgraph_memagent.training.rewards import JudgeFreeSumerReward, SubmittedAnswersOnly
+from langgraph_memagent.training.grpo_multiconv import (
+    GRAPH_BUILDERS,
+    GRAPH_INPUTS,
+    MultiConvGRPOConfig,
+    context_budget,
+    default_reward,
+    group_advantages,
+    load_training_file,
+    parse_config,
+    rollout_group_ids,
+    rollout_rows,
+)
+from langgraph_memagent.training.rewards import AgeMemReward, SumerReward
+from langgraph_memagent.training.rollouts import run_rollouts
+from scripted_model import ScriptedChatModel
+from test_training import make_trainer, tiny_config, tiny_dataset, tiny_model_dir  # noqa: F401 (fixtures)
+
+SUMER_FORCED = "You cannot search any more"  # from SUMER_FORCED_ANSWER_TEMPLATE
+AGEMEM_FORCED = "Answer the question now from what you know"  # AgeMem's FORCE_ANSWER_PROMPT
+MALFORMED_SEARCH = '<tool_call>\n{"name": "search_memory", "arguments": {"query": </tool_call>'
+
+
+class ScriptedEngine:
+    """Stands in for ``LocalChatModel``'s batched generator: ``script(decoded prompt)`` is the completion.
+
+    Token ids are the tokenizer's own (the completion ends with EOS, as a finished
+    generation does), so the recorded rows are exactly what the trainer would get.
+    """
+
+    def __init__(self, tokenizer, script):
+        self.tokenizer = tokenizer
+        self.script = script
+
+    def submit(self, prompt_ids, params):
+        text = self.script(self.tokenizer.decode(prompt_ids))
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        assert len(ids) < params.max_tokens, f"scripted reply longer than max_tokens={params.max_tokens}: {text!r}"
+        future = Future()
+        future.set_result(Completion(list(prompt_ids), ids + [self.tokenizer.eos_token_id], text, "stop"))
+        return future
+
+
+def scripted_policy(tokenizer, script) -> LocalChatModel:
+    chat = LocalChatModel(model_path="scripted-policy")
+    chat._engine = ScriptedEngine(tokenizer, script)
+    return chat
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+def decoded(tokenizer, ids) -> str:
+    return tokenizer.decode(ids)
+
+
+def rows_by_rollout(rollouts, advantages):
+    """The advantages of each rollout's rows, split in rollout order."""
+    rows = rollout_rows(rollouts, advantages)
+    assert len(rows) == sum(len(r.calls) for r in rollouts)
+    per_rollout, start = [], 0
+    for rollout in rollouts:
+        per_rollout.append(rows.advantages[start : start + len(rollout.calls)])
+        assert rows.completion_ids[start : start + len(rollout.calls)] == [c.completion_ids for c in rollout.calls]
+        start += len(rollout.calls)
+    return per_rollout
+
+
+# ---------------------------------------------------------------------------------------
+# Scripted policy through the real LocalChatModel: tool turns, malformed calls, forced answers
+# ---------------------------------------------------------------------------------------
+def test_sumer_rollout_rows_include_malformed_call_and_forced_answer(tokenizer, tiny_dataset, tmp_path):
+    sample = tiny_dataset[0]
+    gold = sample["answers"][0]
+    forced_answers = iter([gold, "17"])  # one rollout of the group is right, the other wrong
+    lock = threading.Lock()
+
+    def script(prompt: str) -> str:
+        if SUMER_FORCED in prompt:
+            with lock:
+                return f"The number is \\boxed{{{next(forced_answers)}}}."
+        if "<tool_response" not in prompt:
+            return '<tool_call>\n{"name": "search_memory", "arguments": {"query": "special magic number"}}\n</tool_call>'
+        return MALFORMED_SEARCH
+
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", max_turns=2, turn_tokens=64, answer_tokens=32)
+    graph = GRAPH_BUILDERS["sumer"](scripted_policy(tokenizer, script), config, tokenizer)
+    inputs = [GRAPH_INPUTS["sumer"](sample)] * 2
+    rollouts = run_rollouts(graph, inputs, rollout_group_ids(2, 2))
+    for rollout in rollouts:
+        out = rollout.output
+        assert (out["stop_reason"], out["forced_answer"], out["turns_used"], out["tool_calls"]) == ("turn_limit", True, 2, 1)
+        assert len(rollout.calls) == out["usage"]["llm_calls"] == 3  # search turn, malformed turn, forced answer
+        search, malformed, forced = rollout.calls
+        # The malformed call is the policy's own completion, kept whole as a row.
+        assert decoded(tokenizer, malformed.completion_ids).startswith(MALFORMED_SEARCH)
+        # Earlier tool results are inside the next prompt (prompt tokens: no loss on them).
+        assert "search 'special magic number'" in decoded(tokenizer, malformed.prompt_ids)
+        assert len(malformed.prompt_ids) > len(search.prompt_ids)
+        assert "<tools>" in decoded(tokenizer, search.prompt_ids)
+        forced_prompt = decoded(tokenizer, forced.prompt_ids)
+        assert SUMER_FORCED in forced_prompt and "<tools>" not in forced_prompt  # the forced call offers no tools
+    # SUMER's own rule: forced answers were never submitted, so both rollouts score -1 ...
+    assert default_reward(config).batch([r.output for r in rollouts], [sample] * 2) == [-1.0, -1.0]
+    # ... and scoring the forced answers too gives the group a spread.
+    reward = default_reward(tiny_config(tmp_path, graph="sumer", reward_metric="f1", sumer_require_submit=False))
+    assert isinstance(reward, JudgeFreeSumerReward)
+    rewards = torch.tensor([reward(r.output, sample) for r in rollouts])
+    assert sorted(rewards.tolist()) == [0.0, 1.0]
+    advantages = group_advantages(rewards, torch.tensor([r.group_id for r in rollouts]))
+    for rollout, advantage, rows in zip(rollouts, advantages.tolist(), rows_by_rollout(rollouts, advantages.tolist())):
+        expected = 0.5 if rollout.output["answer"] == gold else -0.5
+        assert advantage == expected and rows == [expected] * 3
+
+
+def test_agemem_rollout_rows_cover_all_stages_and_the_forced_answer(tokenizer, tiny_dataset, tmp_path):
+    sample = tiny_dataset[0]
+
+    def script(prompt: str) -> str:
+        if AGEMEM_FORCED in prompt:
+            return "\\boxed{4242}"
+        if "Stage 1 of 3" in prompt:
+            return '<tool_call>\n{"name": "add_memory", "arguments": {"content": "a magic number"}}\n</tool_call>'
+        if "Stage 2 of 3" in prompt:
+            return "Noted."
+        return '<tool_call>\n{"name": "retrieve_memory", "arguments": {"query": </tool_call>'
+
+    # 8-token stage-1 messages: the ~20-token document arrives in several pieces.
+    config = tiny_config(tmp_path, graph="agemem", chunk_tokens=8, agemem_turns_per_message=1, agemem_stage_turns=8,
+                         agemem_distractor_messages=1, turn_tokens=64, max_context_tokens=1900)
+    graph = GRAPH_BUILDERS["agemem"](scripted_policy(tokenizer, script), config, tokenizer)
+    (rollout,) = run_rollouts(graph, [GRAPH_INPUTS["agemem"](sample)], [0])
+    out = rollout.output
+    chunks = out["stage_turns"]["build"]
+    assert chunks >= 2 and out["stage_turns"] == {"build": chunks, "distract": 1, "answer": 1}
+    assert out["tool_calls"] == {"add_memory": chunks, "invalid": 1}
+    assert out["answer"] == "4242" and out["memory_items"] == ["a magic number"] * chunks
+    # Every call is a row: one per stage-1 chunk, the distractor, the malformed answer turn, the forced answer.
+    assert len(rollout.calls) == out["usage"]["llm_calls"] == chunks + 3
+    texts = [decoded(tokenizer, call.completion_ids) for call in rollout.calls]
+    assert texts[-2].startswith('<tool_call>\n{"name": "retrieve_memory"') and texts[-1].startswith("\\boxed{4242}")
+    assert "Stage 3 of 3" in decoded(tokenizer, rollout.calls[-2].prompt_ids)
+    (rows,) = rows_by_rollout([rollout], [0.25])
+    assert rows == [0.25] * (chunks + 3)
+    reward = default_reward(config)
+    assert isinstance(reward, AgeMemReward) and reward.context_limit == 1900
+    assert reward(out, sample) == pytest.approx(reward.last_parts.total)
+
+
+# ---------------------------------------------------------------------------------------
+# The trainer with the tiny random Llama: real rollouts, one real step
+# ---------------------------------------------------------------------------------------
+def correct_judge() -> ScriptedChatModel:
+    return ScriptedChatModel(responder=lambda prompt: '{"label": "CORRECT"}')
+
+
+def check_rows_share_advantages(trainer, inputs):
+    """Rollouts of ``inputs`` on the trainer's policy: rows == LLM calls, each rollout's rows share its advantage."""
+    group_ids = rollout_group_ids(len(inputs), trainer.num_generations)
+    rollouts = trainer._run_rollouts(inputs, group_ids, 0)
+    rewards = trainer.rollout_reward.batch([r.output for r in rollouts], inputs) if hasattr(
+        trainer.rollout_reward, "batch") else [trainer.rollout_reward(r.output, s) for r, s in zip(rollouts, inputs)]
+    for rollout, reward in zip(rollouts, rewards):
+        rollout.reward = reward
+        assert len(rollout.calls) == rollout.output["usage"]["llm_calls"] >= 1
+    calls = [len(r.calls) for r in rollouts]
+    batch = trainer._batch_from_rollouts(rollouts, "train")
+    assert trainer._metrics["train"]["rows"][-1] == sum(calls)
+    advantages = group_advantages(torch.tensor(rewards), torch.tensor(group_ids)).tolist()
+    start = 0
+    for count, advantage in zip(calls, advantages):
+        assert batch["advantages"][start : start + count].tolist() == pytest.approx([advantage] * count)
+        assert (batch["completion_mask"][start : start + count].sum(dim=1) > 0).all()
+        start += count
+    assert batch["advantages"][start:].abs().sum() == 0  # padding rows only
+    return rollouts
+
+
+def test_sumer_trainer_rollouts_and_one_step_with_a_judge(tiny_model_dir, tiny_dataset, tmp_path):
+    # The tiny model never calls a tool: score its tool-free replies, so the judge is asked.
+    config = tiny_config(tmp_path, graph="sumer", reward_metric=None, turn_tokens=8, answer_tokens=4, max_turns=2,
+                         sumer_require_submit=False)
+    judge = correct_judge()
+    reward = default_reward(config, judge=judge)
+    assert isinstance(reward, SumerReward)
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, config, reward_fn=reward)
+    assert config.max_context_tokens == 2048 - 8  # the tiny policy's window minus one turn
+    inputs = [tiny_dataset[0], tiny_dataset[0], tiny_dataset[1], tiny_dataset[1]]
+    rollouts = check_rows_share_advantages(trainer, inputs)
+    answered = sum(bool(r.output["answer"]) for r in rollouts)
+    assert len(judge.prompts) == answered  # every submitted answer was judged, in one batch
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert -1.0 <= logged["reward"] <= 1.0 and logged["rows"] >= 4 and "kl" in logged
+    assert len(judge.prompts) > answered  # the training step judged its own rollouts
+
+
+def test_agemem_trainer_rollouts_use_the_configured_limits(tiny_model_dir, tiny_dataset, tmp_path):
+    config = tiny_config(tmp_path, graph="agemem", reward_metric=None, turn_tokens=8, agemem_turns_per_message=1,
+                         agemem_stage_turns=4, agemem_distractor_messages=1)
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
+    assert config.max_context_tokens == 2048 - 8 and config.agemem_turn_limit == 4
+    reward = trainer.rollout_reward
+    assert isinstance(reward, AgeMemReward) and (reward.context_limit, reward.turn_limit) == (2040, 4)
+    rollouts = check_rows_share_advantages(trainer, [tiny_dataset[0], tiny_dataset[0]])
+    for rollout in rollouts:
+        # At least one call per stage-1 chunk, per distractor and for the question.
+        assert sum(rollout.output["stage_turns"].values()) >= 3
+
+
+# ---------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------
+def test_sumer_without_a_judge_is_a_clear_error(tiny_model_dir, tiny_dataset, tmp_path):
+    config = tiny_config(tmp_path, graph="sumer", reward_metric=None)
+    with pytest.raises(ValueError, match="graph 'sumer' needs an LLM judge.*set judge_model.*reward_metric='f1'"):
+        make_trainer(tiny_model_dir, tiny_dataset, config)
+    with pytest.raises(ValueError, match="reward_metric for graph 'sumer' must be unset .* got 'string_match_all'"):
+        tiny_config(tmp_path, graph="sumer")  # tiny_config's MemAgent metric is no SUMER reward
+    with pytest.raises(ValueError, match="both judge_model='smollm2-135m' .* and reward_metric='f1'"):
+        tiny_config(tmp_path, graph="sumer", reward_metric="f1", judge_model="smollm2-135m")
+    judged = default_reward(tiny_config(tmp_path, graph="sumer", reward_metric=None, judge_model="smollm2-135m"))
+    assert isinstance(judged, SubmittedAnswersOnly) and isinstance(judged.reward, SumerReward)
+    assert isinstance(judged.reward.judge.model, LocalChatModel)  # built from the spec, weights not loaded yet
+    fallback = default_reward(tiny_config(tmp_path, graph="sumer", reward_metric="f1"))
+    assert isinstance(fallback.reward, JudgeFreeSumerReward)
+
+
+def test_graph_defaults_command_line_and_help(capsys):
+    memagent = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False)
+    assert (memagent.chunk_tokens, memagent.reward_metric, memagent.max_completion_length) == (5000, "strict_boxed", 1024)
+    sumer = parse_config(["--preset", "cpu-smoke", "--graph", "sumer", "--judge_model", "smollm2-135m",
+                          "--output_dir", "/tmp/x", "--max_turns", "6"])
+    # The preset's MemAgent-only reward and chunk size are not applied to SUMER.
+    assert (sumer.reward_metric, sumer.chunk_tokens, sumer.turn_tokens, sumer.max_turns) == (None, 200, 1024, 6)
+    assert sumer.max_completion_length == 1024 and sumer.learning_rate == 2e-5
+    agemem = parse_config(["--graph", "agemem", "--output_dir", "/tmp/x", "--turn_tokens", "128"])
+    assert (agemem.chunk_tokens, agemem.reward_metric, agemem.max_completion_length, agemem.agemem_turn_limit) == (512, "f1", 128, 32)
+    assert context_budget(agemem, 8192) == 4096 and context_budget(agemem, 1024) == 1024 - 128
+    with pytest.raises(ValueError, match="turn_tokens=128 leaves no room in the policy's 100-token window"):
+        context_budget(agemem, 100)
+    with pytest.raises(ValueError, match="max_turns must be a positive integer, got 0"):
+        MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer", reward_metric="f1", max_turns=0)
+    with pytest.raises(SystemExit):
+        parse_config(["--help"])
+    shown = capsys.readouterr().out
+    for option in ("--judge_model", "--max_turns", "--turn_tokens", "--max_context_tokens", "--agemem_stage_turns"):
+        assert option in shown, option
+
+
+def test_training_file_keeps_conversation_turns(tmp_path):
+    path = tmp_path / "locomo.jsonl"
+    path.write_text(
+        '{"question": "Where?", "document": "Ann: Oslo", "answers": ["Oslo"],'
+        ' "meta": {"turns": [{"speaker": "Ann", "text": "I live in Oslo", "session": 1}]}}\n'
+    )
+    (record,) = load_training_file(path)
+    assert record["turns"] == [{"speaker": "Ann", "text": "I live in Oslo", "session": 1}]
+    assert GRAPH_INPUTS["agemem"](record)["turns"] == record["turns"]
+    assert "turns" not in GRAPH_INPUTS["memagent"](record)
