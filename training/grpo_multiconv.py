@@ -81,6 +81,11 @@ from __future__ import annotations
 if __name__ == "__main__" and not __package__:
     # `python training/grpo_multiconv.py`: run the installed package's copy of this module,
     # whose relative imports resolve (the repository root is the package root).
+    import os
+
+    # Before huggingface_hub is imported (it reads these once): a training run loads local
+    # weights only and must not start the hub's telemetry thread.
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from langgraph_memagent.training.grpo_multiconv import main as _installed_main
 
     raise SystemExit(_installed_main())
