@@ -79,6 +79,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # SUMER returns every hit with the 2 messages before and the 2 after it.
 SUMER_CONTEXT = 2
+_THREADED_MIN_ROWS = 16_384  # rows from which a search uses torch's threads (see _ConversationIndex.nearest)
 _LIST_PAGE = 1000  # items per store.search page when reading a conversation back
 _WORD = re.compile(r"\w+")
 
@@ -330,10 +331,20 @@ class _ConversationIndex:
         if query.shape[0] != self._vectors.shape[1]:
             raise ValueError(f"query embedding has {query.shape[0]} dimensions but the stored vectors have {self._vectors.shape[1]}")
         norm = float(np.linalg.norm(query))
-        # einsum runs in this thread; BLAS (``@``) spreads one matrix-vector product over
-        # all cores, and on a busy shared machine its spinning threads made a 5K-item search
-        # 20x slower (28 ms vs 1.2 ms measured here at load 12 on 2 cores).
-        scores = np.einsum("ij,j->i", self._vectors[:rows], query / norm if norm > 0 else query)
+        # Small banks: einsum, in this thread; multithreaded products on a busy shared machine
+        # spin (BLAS made a 5K-item search 20x slower at load 12 on 2 cores). Large banks:
+        # torch, whose threads pay off and are the pool the query embedding just used; numpy's
+        # BLAS pool fought torch's (100K items, embed + search p95 on 2 idle cores: torch 40 ms,
+        # einsum 54 ms, numpy BLAS 141 ms).
+        unit = query / norm if norm > 0 else query
+        vectors = self._vectors[:rows]
+        if rows >= _THREADED_MIN_ROWS:
+            import torch  # present with sentence-transformers; imported only by large banks
+
+            with torch.inference_mode():
+                scores = torch.mv(torch.from_numpy(vectors), torch.from_numpy(np.ascontiguousarray(unit, dtype=vectors.dtype))).numpy()
+        else:
+            scores = np.einsum("ij,j->i", vectors, unit)
         candidates = np.arange(rows) if mask is None else np.flatnonzero(mask)
         scores = scores[candidates]
         take = min(k, len(candidates))

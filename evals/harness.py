@@ -690,7 +690,7 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
             "completion_tokens": sum(c or 0 for _, c in recorder.calls),
             "graph_usage": usage,
             # Graph-specific numbers (chunks read, turns used, tool calls by name, ...), kept for analysis.
-            "details": {k: v for k, v in output.items() if _is_number(v) or (isinstance(v, dict) and v and all(map(_is_number, v.values())))},
+            "details": {k: v for k, v in output.items() if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values())))},
             "seconds": round(seconds, 3),
             "error": None if error is None else f"{type(error).__name__}: {error}",
             **extra,
