@@ -14,14 +14,14 @@ multi-conversation RL trainer needs.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import queue
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -29,10 +29,9 @@ from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, Too
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .tool_calling import ToolChoice, normalize_tool_choice, parse_tool_calls, render_chat_prompt, tool_names
+from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, prepare_turn
 
 _CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
 
@@ -115,7 +114,7 @@ class BatchedGenerator:
         self._worker.start()
 
     @classmethod
-    def load(cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", **options: Any) -> "BatchedGenerator":
+    def load(cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", **options: Any) -> BatchedGenerator:
         """Load a transformers causal LM directory and serve it."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -196,7 +195,7 @@ class BatchedGenerator:
         token = self._sample(output.logits[:, -1, :], [request.params])[0]
         return _Row(request, [token], len(request.prompt_ids)), output.past_key_values
 
-    def _decode_step(self, rows: list[_Row], batch: "_DecodeBatch") -> None:
+    def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
         import torch
 
         input_ids = torch.tensor([[row.generated[-1]] for row in rows], device=self.device)
@@ -355,13 +354,10 @@ def shared_engine(model_path: str, *, dtype: str, device: str, max_batch_size: i
 
 @dataclass(frozen=True)
 class _PendingCall:
-    """A submitted generation and what reading its reply needs (bound tools, forced-call prefix)."""
+    """A submitted generation and how to read its reply."""
 
     future: Future
-    tools_bound: bool = False
-    tool_names: list[str] = field(default_factory=list)
-    reply_prefix: str = ""
-    id_seed: str = ""
+    turn: ToolTurn
 
 
 class LocalChatModel(BaseChatModel):
@@ -417,7 +413,7 @@ class LocalChatModel(BaseChatModel):
         return {"model_path": self.model_path, "dtype": self.dtype, "temperature": self.temperature, "top_p": self.top_p}
 
     @classmethod
-    def from_model(cls, model: Any, tokenizer: Any, **fields: Any) -> "LocalChatModel":
+    def from_model(cls, model: Any, tokenizer: Any, **fields: Any) -> LocalChatModel:
         """Serve an already loaded causal LM (e.g. a trainer's policy, PEFT-wrapped or not).
 
         Generation runs on that very module, so weight updates and an enabled LoRA adapter
@@ -467,11 +463,7 @@ class LocalChatModel(BaseChatModel):
         offered; ``"required"``/``"any"`` or a tool's name start the reply with a tool call
         (see :mod:`langgraph_memagent.agents.tool_calling`).
         """
-        schemas = [convert_to_openai_tool(tool) for tool in tools]
-        choice = normalize_tool_choice(tool_choice, tool_names(schemas))
-        if choice is not None:
-            kwargs["tool_choice"] = choice
-        return self.bind(tools=schemas, **kwargs)
+        return bind_local_tools(self, tools, tool_choice, **kwargs)
 
     def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _PendingCall:
         unknown = set(kwargs) - set(_CALL_OPTIONS)
@@ -484,37 +476,21 @@ class LocalChatModel(BaseChatModel):
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
         )
-        tools = [convert_to_openai_tool(tool) for tool in kwargs.get("tools") or []]
-        names = tool_names(tools)
-        choice = normalize_tool_choice(kwargs.get("tool_choice"), names)
-        tokenizer = self.engine.tokenizer
-        prompt = render_chat_prompt(tokenizer, messages, tools=tools, tool_choice=choice)
+        turn = prepare_turn(self.engine.tokenizer, messages, kwargs)
         # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call prefix.
-        prompt_ids = tokenizer(prompt.text, add_special_tokens=False)["input_ids"]
-        future = self.engine.submit(list(prompt_ids), params)
-        if not tools:
-            return _PendingCall(future)
-        # With tool_choice="none" every call the model still writes is reported as invalid.
-        allowed = [] if choice == "none" else names
-        # Call ids hash the prompt too: the same call in a later turn gets another id.
-        id_seed = hashlib.sha1(prompt.text.encode()).hexdigest()
-        return _PendingCall(future, tools_bound=True, tool_names=allowed, reply_prefix=prompt.reply_prefix, id_seed=id_seed)
+        prompt_ids = self.engine.tokenizer(turn.prompt.text, add_special_tokens=False)["input_ids"]
+        return _PendingCall(self.engine.submit(list(prompt_ids), params), turn)
 
     def _result(self, call: _PendingCall, completion: Completion) -> ChatResult:
-        text, tool_calls, invalid_tool_calls = completion.text, [], []
-        if call.tools_bound:
-            parsed = parse_tool_calls(
-                call.reply_prefix + completion.text, call.tool_names, bare_json=bool(call.tool_names), id_seed=call.id_seed
-            )
-            text, tool_calls, invalid_tool_calls = parsed.content, parsed.tool_calls, parsed.invalid_tool_calls
+        reply = call.turn.read(completion.text)
         return token_level_result(
-            text,
+            reply.content,
             completion.prompt_token_ids,
             completion.completion_token_ids,
             model_name=Path(self.model_path).name,
             finish_reason=completion.finish_reason,
-            tool_calls=tool_calls,
-            invalid_tool_calls=invalid_tool_calls,
+            tool_calls=reply.tool_calls,
+            invalid_tool_calls=reply.invalid_tool_calls,
         )
 
     def _generate(

@@ -42,9 +42,16 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    InvalidToolCall,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.messages.tool import tool_call as make_tool_call
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 """A normalized tool choice: a mode, or ``{"type": "function", "function": {"name": ...}}``."""
@@ -434,6 +441,57 @@ def render_chat_prompt(
     chat = _native_chat(messages)
     text = tokenizer.apply_chat_template(chat, tools=offered or None, add_generation_prompt=True, tokenize=False)
     return ChatPrompt(text + prefix, prefix)
+
+
+@dataclass(frozen=True)
+class ToolTurn:
+    """One call's prompt text and how to read the reply to it (shared by the local backends).
+
+    ``tool_names`` is ``None`` when no tools were bound (the reply is plain text), else the
+    names a call may use (empty with ``tool_choice="none"``: every call is then invalid).
+    """
+
+    prompt: ChatPrompt
+    tool_names: tuple[str, ...] | None = None
+
+    def read(self, completion: str) -> ParsedReply:
+        """The reply's text and tool calls; call ids hash the prompt, so a repeated call in a later turn gets a new id."""
+        if self.tool_names is None:
+            return ParsedReply(completion)
+        id_seed = hashlib.sha1(self.prompt.text.encode()).hexdigest()
+        return parse_tool_calls(
+            self.prompt.reply_prefix + completion, self.tool_names, bare_json=bool(self.tool_names), id_seed=id_seed
+        )
+
+
+def prepare_turn(tokenizer: Any, messages: Sequence[BaseMessage], call_options: dict[str, Any]) -> ToolTurn:
+    """Render ``messages`` with the ``tools``/``tool_choice`` of ``call_options`` (what ``bind_tools`` bound).
+
+    >>> from langchain_core.messages import HumanMessage
+    >>> turn = prepare_turn(tokenizer, [HumanMessage("Weather in Paris?")], {"tools": [weather_tool]})  # doctest: +SKIP
+    >>> turn.read('<tool_call>{"name": "weather", "arguments": {"city": "Paris"}}</tool_call>').tool_calls  # doctest: +SKIP
+    [{'name': 'weather', 'args': {'city': 'Paris'}, 'id': 'call_...', 'type': 'tool_call'}]
+    """
+    tools = [convert_to_openai_tool(tool) for tool in call_options.get("tools") or []]
+    names = tool_names(tools)
+    choice = normalize_tool_choice(call_options.get("tool_choice"), names)
+    prompt = render_chat_prompt(tokenizer, messages, tools=tools, tool_choice=choice)
+    if not tools:
+        return ToolTurn(prompt)
+    return ToolTurn(prompt, () if choice == "none" else tuple(names))
+
+
+def bind_local_tools(model: Any, tools: Sequence[Any], tool_choice: Any, **kwargs: Any) -> Any:
+    """``model.bind(tools=..., tool_choice=...)`` with the tools as OpenAI schemas and the choice checked.
+
+    The ``bind_tools`` of the local backends: any LangChain tool, function, pydantic
+    model or schema; ``tool_choice`` as :func:`normalize_tool_choice`.
+    """
+    schemas = [convert_to_openai_tool(tool) for tool in tools]
+    choice = normalize_tool_choice(tool_choice, tool_names(schemas))
+    if choice is not None:
+        kwargs["tool_choice"] = choice
+    return model.bind(tools=schemas, **kwargs)
 
 
 def _call_names(messages: Sequence[BaseMessage]) -> dict[str, str]:

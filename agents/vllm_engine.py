@@ -1,25 +1,48 @@
 """vLLM in-process as a LangChain chat model (optional extra ``vllm``; needs a GPU).
 
-For the highest single-node throughput without a server: ``vllm.LLM`` batches every
-prompt handed to it at once, so ``graph.batch`` over many documents maps onto one
-``LLM.chat`` call per step via LangChain's batch API. Import-guarded: without vLLM
-installed, constructing the model raises an error that says how to install it.
+For the highest single-node throughput without a server. Calls that arrive together
+(``graph.batch`` over many documents, MemAgent's concurrent rollouts, parallel tool
+loops) are gathered for ``batch_window_ms`` and handed to one ``LLM.generate`` call,
+which vLLM schedules as one continuous batch; ``vllm.LLM`` itself is not thread-safe,
+so every call goes through that one worker thread.
+
+Prompts are rendered here with the model's chat template (:mod:`.tool_calling`), so
+``bind_tools`` works as on the embedded backend: native tool templates (Qwen2.5,
+Llama 3.1, ...) render the tools, others get the Hermes JSON tool prompt, and
+``<tool_call>`` blocks are parsed into ``tool_calls``. Prompt and completion token ids
+are recorded for the trainer, as by the other local backends.
+
+Import-guarded: without vLLM installed, constructing the model raises an error that
+says how to install it.
+
+>>> from langgraph_memagent import load_chat_model
+>>> model = load_chat_model("vllm-engine:Qwen/Qwen2.5-7B-Instruct", temperature=0.7)  # doctest: +SKIP
+>>> model.bind_tools([search_memory]).invoke("When did Ann move?").tool_calls           # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .local_model import token_level_result
+from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, prepare_turn
 
-_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 VLLM_INSTALL = "pip install 'langgraph-memagent[vllm]' (vLLM needs a CUDA GPU)"
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
 
 
 def _import_vllm() -> Any:
@@ -30,8 +53,50 @@ def _import_vllm() -> Any:
     return vllm
 
 
+@dataclass
+class _Request:
+    prompt_ids: list[int]
+    params: Any
+    future: Future
+
+
+class _GenerateWorker:
+    """The one thread that calls ``llm.generate``, on every request queued within a window."""
+
+    def __init__(self, llm: Any, batch_window_s: float):
+        self.llm, self.batch_window_s = llm, batch_window_s
+        self.requests: queue.Queue[_Request] = queue.Queue()
+        threading.Thread(target=self._serve, name="vllm-engine", daemon=True).start()
+
+    def submit(self, prompt_ids: list[int], params: Any) -> Future:
+        future: Future = Future()
+        self.requests.put(_Request(prompt_ids, params, future))
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            batch = [self.requests.get()]
+            try:
+                while True:
+                    batch.append(self.requests.get(timeout=self.batch_window_s))
+            except queue.Empty:
+                pass
+            try:
+                outputs = self.llm.generate(
+                    [{"prompt_token_ids": request.prompt_ids} for request in batch],
+                    [request.params for request in batch],
+                    use_tqdm=False,
+                )
+            except Exception as error:  # noqa: BLE001 - every waiting caller gets the engine's error
+                for request in batch:
+                    request.future.set_exception(error)
+                continue
+            for request, output in zip(batch, outputs):
+                request.future.set_result(output)
+
+
 class VLLMEngineChatModel(BaseChatModel):
-    """A ``vllm.LLM`` engine in this process (defaults: MemAgent eval sampling 0.7 / 0.95)."""
+    """A ``vllm.LLM`` engine in this process (defaults: MemAgent eval sampling 0.7 / 0.95, arXiv 2507.02259)."""
 
     model_config = ConfigDict(protected_namespaces=())
 
@@ -39,13 +104,16 @@ class VLLMEngineChatModel(BaseChatModel):
     max_tokens: int = Field(1024, description="Default generation limit per call (MemAgent: 1024).")
     temperature: float = Field(0.7, description="Sampling temperature (MemAgent eval: 0.7).")
     top_p: float = Field(0.95, description="Nucleus sampling mass (MemAgent eval: 0.95).")
+    batch_window_ms: float = Field(5.0, description="How long the worker waits for more calls to join a batch.")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra vllm.LLM arguments, e.g. tensor_parallel_size.")
 
     _llm: Any = PrivateAttr(default=None)
+    _worker: _GenerateWorker = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
         vllm = _import_vllm()
         self._llm = vllm.LLM(model=self.model, **self.engine_kwargs)
+        self._worker = _GenerateWorker(self._llm, self.batch_window_ms / 1000)
 
     @property
     def _llm_type(self) -> str:
@@ -53,8 +121,45 @@ class VLLMEngineChatModel(BaseChatModel):
 
     @property
     def tokenizer(self) -> Any:
-        """The engine's tokenizer, used for token-exact chunking."""
+        """The engine's tokenizer, used for token-exact chunking and prompt rendering."""
         return self._llm.get_tokenizer()
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable | BaseTool],
+        *,
+        tool_choice: ToolChoice | str | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """This model with ``tools`` offered on every call; ``tool_choice`` as the embedded backend's."""
+        return bind_local_tools(self, tools, tool_choice, **kwargs)
+
+    def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> tuple[Future, ToolTurn]:
+        unknown = set(kwargs) - set(_CALL_OPTIONS)
+        if unknown:
+            raise ValueError(f"unsupported call options {sorted(unknown)}; the vllm-engine backend accepts {list(_CALL_OPTIONS)}")
+        params = _import_vllm().SamplingParams(
+            max_tokens=kwargs.get("max_tokens", self.max_tokens),
+            temperature=kwargs.get("temperature", self.temperature),
+            top_p=kwargs.get("top_p", self.top_p),
+            stop=stop,
+        )
+        turn = prepare_turn(self.tokenizer, messages, kwargs)
+        prompt_ids = self.tokenizer(turn.prompt.text, add_special_tokens=False)["input_ids"]
+        return self._worker.submit(list(prompt_ids), params), turn
+
+    def _result(self, output: Any, turn: ToolTurn) -> ChatResult:
+        completion = output.outputs[0]
+        reply = turn.read(completion.text)
+        return token_level_result(
+            reply.content,
+            list(output.prompt_token_ids),
+            list(completion.token_ids),
+            model_name=self.model,
+            finish_reason=completion.finish_reason,
+            tool_calls=reply.tool_calls,
+            invalid_tool_calls=reply.invalid_tool_calls,
+        )
 
     def _generate(
         self,
@@ -63,20 +168,15 @@ class VLLMEngineChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        vllm = _import_vllm()
-        params = vllm.SamplingParams(
-            max_tokens=kwargs.get("max_tokens", self.max_tokens),
-            temperature=kwargs.get("temperature", self.temperature),
-            top_p=kwargs.get("top_p", self.top_p),
-            stop=stop,
-        )
-        chat = [{"role": _ROLES.get(m.type, m.type), "content": m.text} for m in messages]
-        output = self._llm.chat([chat], params, use_tqdm=False)[0]
-        completion = output.outputs[0]
-        return token_level_result(
-            completion.text,
-            list(output.prompt_token_ids),
-            list(completion.token_ids),
-            model_name=self.model,
-            finish_reason=completion.finish_reason,
-        )
+        future, turn = self._submit(messages, stop, kwargs)
+        return self._result(future.result(), turn)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        future, turn = self._submit(messages, stop, kwargs)
+        return self._result(await asyncio.wrap_future(future), turn)

@@ -411,3 +411,78 @@ def test_real_model_forced_tool_choice_always_yields_a_call(greedy_model):
     assert len(reply.tool_calls) + len(reply.invalid_tool_calls) >= 1
     first = (reply.tool_calls or reply.invalid_tool_calls)[0]
     assert first["name"] == "get_weather"
+
+
+# The vllm-engine backend --------------------------------------------------------------------
+# vLLM needs a GPU, so a stand-in module plays vllm.LLM: it records what it is handed and
+# replies with scripted text tokenized by the real SmolLM2 tokenizer. This checks our side
+# (rendering, batching, parsing, token ids), not vLLM.
+
+
+class _FakeLLM:
+    def __init__(self, tokenizer, replies):
+        self.tokenizer, self.replies, self.batches = tokenizer, list(replies), []
+
+    def get_tokenizer(self):
+        return self.tokenizer
+
+    def generate(self, prompts, params, use_tqdm=True):
+        from types import SimpleNamespace
+
+        self.batches.append([(prompt["prompt_token_ids"], param) for prompt, param in zip(prompts, params)])
+        outputs = []
+        for prompt in prompts:
+            reply = self.replies.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            completion = SimpleNamespace(text=reply, token_ids=self.tokenizer(reply)["input_ids"], finish_reason="stop")
+            outputs.append(SimpleNamespace(prompt_token_ids=prompt["prompt_token_ids"], outputs=[completion]))
+        return outputs
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch, tokenizer):
+    from types import ModuleType, SimpleNamespace
+
+    module = ModuleType("vllm")
+    module.engines = []
+
+    def make_llm(model, **kwargs):
+        module.engines.append(_FakeLLM(tokenizer, module.replies))
+        return module.engines[-1]
+
+    module.LLM = make_llm
+    module.SamplingParams = lambda **kwargs: SimpleNamespace(**kwargs)
+    module.replies = []
+    monkeypatch.setitem(__import__("sys").modules, "vllm", module)
+    return module
+
+
+def test_vllm_engine_renders_tools_parses_calls_and_records_token_ids(fake_vllm, tokenizer):
+    from langgraph_memagent import load_chat_model
+
+    fake_vllm.replies = ['<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>']
+    model = load_chat_model("vllm-engine:some/model", temperature=0)
+    reply = model.bind_tools([get_weather]).invoke("Weather in Oslo?", max_tokens=40)
+    assert reply.tool_calls == [{"name": "get_weather", "args": {"city": "Oslo"}, "id": reply.tool_calls[0]["id"], "type": "tool_call"}]
+    assert reply.content == ""
+    (prompt_ids, params), = fake_vllm.engines[0].batches[0]
+    expected = render_chat_prompt(tokenizer, [HumanMessage("Weather in Oslo?")], tools=[WEATHER]).text
+    assert tokenizer.decode(prompt_ids) == expected and TOOL_BLOCK in expected
+    assert (params.max_tokens, params.temperature) == (40, 0)
+    assert reply.response_metadata["prompt_token_ids"] == prompt_ids
+
+
+def test_vllm_engine_batches_concurrent_calls_and_reports_engine_errors(fake_vllm):
+    from langgraph_memagent import load_chat_model
+
+    fake_vllm.replies = ["one", "two", "three"]
+    model = load_chat_model("vllm-engine:some/model", batch_window_ms=300)
+    replies = model.batch(["a", "b", "c"])
+    assert sorted(r.content for r in replies) == ["one", "three", "two"]
+    assert [len(batch) for batch in fake_vllm.engines[0].batches] == [3]  # one generate call for all three
+    fake_vllm.engines[0].replies.append(RuntimeError("CUDA out of memory"))
+    with pytest.raises(RuntimeError, match="CUDA out of memory"):
+        model.invoke("d")
+    with pytest.raises(ValueError, match=r"unsupported call options \['seed'\]"):
+        model.invoke("e", seed=1)

@@ -362,3 +362,32 @@ def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir
     resumed.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
     assert resumed.state.global_step == 2
     assert (tmp_path / "run" / "reward_curve.png").stat().st_size > 0
+
+
+def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_model_dir, tiny_dataset, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from langgraph_memagent.training.evaluation import evaluate_policy
+
+    seen = []
+
+    def reward(output, sample):
+        seen.append((sample["question"], output["response"]))
+        return float(len(seen) % 2)
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).train()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    records = [dict(row) for row in tiny_dataset.select(range(2))]
+    config = tiny_config(tmp_path)
+    result = evaluate_policy(model, tokenizer, records, config, temperature=0.0, rollouts_per_question=3, reward_fn=reward)
+    assert len(result.rewards) == 6 and result.accuracy == 50.0
+    assert sorted(question for question, _ in seen) == sorted(r["question"] for r in records for _ in range(3))
+    replies: dict[str, set] = {}
+    for question, response in seen:
+        replies.setdefault(question, set()).add(response)
+    assert all(len(responses) == 1 for responses in replies.values()), "greedy rollouts of a question must agree"
+    assert model.training, "the evaluation must give the model back in the mode it had"
+    default = evaluate_policy(model, tokenizer, records, config, temperature=1.0, rollouts_per_question=2)
+    assert default.rewards == [0.0] * 4  # the random tiny model never names the needle (lenient reward)
+    with pytest.raises(ValueError, match="rollouts_per_question must be >= 1, got 0"):
+        evaluate_policy(model, tokenizer, records, config, temperature=0.0, rollouts_per_question=0)

@@ -13,6 +13,7 @@ from .grpo_multiconv import (
     load_training_file,
     plot_reward_curve,
 )
+from .evaluation import PolicyEvaluation, evaluate_policy
 from .rewards import AnswerReward, gold_answers
 from .rollouts import CallRecorder, LLMCall, MissingTokenIdsError, Rollout, run_rollouts
 
@@ -25,7 +26,9 @@ __all__ = [
     "MissingTokenIdsError",
     "MultiConvGRPOConfig",
     "MultiConvGRPOTrainer",
+    "PolicyEvaluation",
     "Rollout",
+    "evaluate_policy",
     "generate_samples",
     "gold_answers",
     "group_advantages",

@@ -131,7 +131,10 @@ def run_rollouts(
         {"callbacks": [recorder], "metadata": {"rollout_id": recorder.rollout_id, "group_id": group}}
         for recorder, group in zip(recorders, group_ids)
     ]
-    outputs = graph.batch(list(graph_inputs), configs, max_concurrency=max_concurrency, return_exceptions=True)
+    # LangChain's default pool has min(32, cores + 4) threads: on a small machine that would
+    # leave rollouts waiting instead of letting the backend decode them together.
+    limit = max_concurrency or max(len(graph_inputs), 1)
+    outputs = graph.batch(list(graph_inputs), configs, max_concurrency=limit, return_exceptions=True)
     rollouts = []
     for recorder, group, output in zip(recorders, group_ids, outputs):
         if isinstance(output, BaseException):

@@ -1,0 +1,130 @@
+"""Does multi-conversation GRPO learn? SmolLM2-135M + LoRA, ``--preset cpu-smoke``, before vs after.
+
+1. Held-out questions: the preset's task generated with another seed (``data_seed + 10000``).
+2. The untrained policy answers them: sampled (temperature 1.0, ``--eval-samples``
+   rollouts per question) and greedy.
+3. ``MultiConvGRPOTrainer`` trains with the preset (options after ``--`` go to the
+   trainer, e.g. ``-- --max_steps 10 --learning_rate 5e-5``).
+4. The trained policy answers the same questions the same ways.
+
+Accuracy is the training reward (the preset's lenient verifier: the gold number in the
+final reply, no distractor number). The issue's bar: sampled accuracy +20 points
+absolute, greedy not lower. Results: ``benchmarks/results/bench_learning.json``, the
+trainer's log and ``reward_curve.png`` under ``--output-dir``. Interrupted runs resume:
+the "before" evaluation is kept in ``<output-dir>/before.json`` and training continues
+from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ._common import OtherLoad, write_result
+
+NAME = "bench_learning"
+HELD_OUT_SEED_OFFSET = 10_000
+FIGURE = Path(__file__).resolve().parent / "figures" / "learning_reward_curve.png"
+
+
+def _evaluate_both(model: Any, tokenizer: Any, records: list[dict], config: Any, samples: int) -> dict[str, Any]:
+    from langgraph_memagent.training.evaluation import evaluate_policy
+
+    sampled = evaluate_policy(model, tokenizer, records, config, temperature=1.0, rollouts_per_question=samples)
+    greedy = evaluate_policy(model, tokenizer, records, config, temperature=0.0)
+    print(f"  sampled (T=1, {samples}/question): {sampled.accuracy:.1f}%   greedy: {greedy.accuracy:.1f}%", flush=True)
+    return {"sampled": sampled.to_dict(), "greedy": greedy.to_dict()}
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    temp = path.with_suffix(".tmp")
+    temp.write_text(json.dumps(payload, indent=2) + "\n")
+    os.replace(temp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--eval-questions", type=int, default=32, help="held-out questions (default: %(default)s)")
+    parser.add_argument("--eval-samples", type=int, default=4, help="sampled rollouts per held-out question (default: %(default)s)")
+    parser.add_argument("--output-dir", default="runs/learning", help="trainer output directory (default: %(default)s)")
+    parser.add_argument("--preset", default="cpu-smoke", help="trainer preset (default: %(default)s)")
+    parser.add_argument("trainer_args", nargs="*", help="options for the trainer, after --")
+    args = parser.parse_args(argv)
+
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from langgraph_memagent.agents.tokenizers import resolve_tokenizer
+    from langgraph_memagent.training.grpo_multiconv import (
+        MultiConvGRPOTrainer,
+        generate_samples,
+        load_policy,
+        lora_config,
+        parse_config,
+        training_dataset,
+    )
+
+    output_dir = Path(args.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    config = parse_config(["--preset", args.preset, "--output_dir", str(output_dir), *args.trainer_args])
+    load = OtherLoad()
+    model, tokenizer = load_policy(config)
+    held_out = generate_samples(
+        config.task,
+        resolve_tokenizer(tokenizer),
+        num_samples=args.eval_questions,
+        target_tokens=config.target_tokens,
+        seed=config.data_seed + HELD_OUT_SEED_OFFSET,
+    )
+    before_path = output_dir / "before.json"
+    if before_path.is_file():
+        before = json.loads(before_path.read_text())
+        print(f"before training (kept from {before_path}): sampled {before['sampled']['accuracy']:.1f}%, greedy {before['greedy']['accuracy']:.1f}%")
+    else:
+        print("before training:", flush=True)
+        before = _evaluate_both(model, tokenizer, held_out, config, args.eval_samples)
+        _write_json(before_path, before)
+
+    trainer = MultiConvGRPOTrainer(
+        model, args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer, peft_config=lora_config(config)
+    )
+    trainer.train(resume_from_checkpoint=get_last_checkpoint(str(output_dir)))
+    trainer.save_model(str(output_dir))
+    print("after training:", flush=True)
+    after = _evaluate_both(trainer.model, tokenizer, held_out, config, args.eval_samples)
+
+    curve = output_dir / "reward_curve.png"
+    if curve.is_file():
+        FIGURE.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(curve, FIGURE)
+    log = [entry for entry in trainer.state.log_history if "reward" in entry]
+    gain = after["sampled"]["accuracy"] - before["sampled"]["accuracy"]
+    greedy_change = after["greedy"]["accuracy"] - before["greedy"]["accuracy"]
+    result = {
+        "settings": {**vars(args), "held_out_seed": config.data_seed + HELD_OUT_SEED_OFFSET},
+        "config": {key: getattr(config, key) for key in (
+            "task", "target_tokens", "chunk_tokens", "memory_tokens", "answer_tokens", "num_generations",
+            "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha",
+            "reward_metric", "max_steps", "temperature",
+        )},
+        "before": before,
+        "after": after,
+        "sampled_gain_points": gain,
+        "greedy_change_points": greedy_change,
+        "goal_met": gain >= 20 and greedy_change >= 0,
+        "reward_log": [{key: entry.get(key) for key in ("step", "reward", "reward_std", "kl", "frac_reward_zero_std")} for entry in log],
+        "train_seconds": trainer.state.log_history[-1].get("train_runtime"),
+        "other_cpu_cores": load.cores(),
+    }
+    write_result(NAME, result)
+    print(f"{NAME}: sampled {before['sampled']['accuracy']:.1f}% -> {after['sampled']['accuracy']:.1f}% ({gain:+.1f}), "
+          f"greedy {before['greedy']['accuracy']:.1f}% -> {after['greedy']['accuracy']:.1f}% ({greedy_change:+.1f}); "
+          f"goal {'met' if result['goal_met'] else 'not met'}; other load {load.cores():.2f} cores")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
