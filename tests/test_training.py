@@ -228,6 +228,46 @@ def test_recorder_refuses_calls_without_token_ids(embedded_model_dir):
     assert MissingTokenIdsError in causes
 
 
+
+def test_rollouts_all_run_at_once_unless_limited(embedded_model_dir):
+    """Every rollout of a batch must be in flight together, so the backend can decode them in one batch."""
+    import threading
+    import time
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from langgraph_memagent.graphs.memagent import build_memagent_graph
+
+    lock, active, peak = threading.Lock(), [0], [0]
+    expected, wait_s = [12], [5.0]  # wait for the others (threads start slowly on a busy machine)
+
+    class SlowModel(BaseChatModel):
+        @property
+        def _llm_type(self):
+            return "slow-test-model"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            with lock:
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+            deadline = time.monotonic() + wait_s[0]
+            while active[0] < expected[0] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            with lock:
+                active[0] -= 1
+            metadata = {"prompt_token_ids": [1], "completion_token_ids": [2]}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="x", response_metadata=metadata))])
+
+    graph = build_memagent_graph(SlowModel(), chunk_tokens=50, tokenizer=str(embedded_model_dir))
+    inputs = [{"question": "q?", "document": "some text"}] * 12  # more than LangChain's default pool (<= 6 here)
+    assert len(run_rollouts(graph, inputs, [0] * 12)) == 12 and peak[0] == 12
+    peak[0], expected[0], wait_s[0] = 0, 4, 0.3  # with a limit of 3 a fourth never arrives
+    run_rollouts(graph, inputs, [0] * 12, max_concurrency=3)
+    assert peak[0] == 3
+
+
 # ---------------------------------------------------------------------------------------
 # The real trainer on a tiny model
 # ---------------------------------------------------------------------------------------

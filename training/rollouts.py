@@ -127,14 +127,15 @@ def run_rollouts(
             f"graph_inputs ({len(graph_inputs)}) and group_ids ({len(group_ids)}) must have one entry per rollout"
         )
     recorders = [CallRecorder(first_rollout_id + i) for i in range(len(graph_inputs))]
+    # LangChain reads max_concurrency from the config (a keyword would reach invoke and be
+    # ignored); its default pool has min(32, cores + 4) threads, which on a small machine
+    # leaves rollouts waiting instead of letting the backend decode them together.
+    limit = max_concurrency or max(len(graph_inputs), 1)
     configs = [
-        {"callbacks": [recorder], "metadata": {"rollout_id": recorder.rollout_id, "group_id": group}}
+        {"callbacks": [recorder], "metadata": {"rollout_id": recorder.rollout_id, "group_id": group}, "max_concurrency": limit}
         for recorder, group in zip(recorders, group_ids)
     ]
-    # LangChain's default pool has min(32, cores + 4) threads: on a small machine that would
-    # leave rollouts waiting instead of letting the backend decode them together.
-    limit = max_concurrency or max(len(graph_inputs), 1)
-    outputs = graph.batch(list(graph_inputs), configs, max_concurrency=limit, return_exceptions=True)
+    outputs = graph.batch(list(graph_inputs), configs, return_exceptions=True)
     rollouts = []
     for recorder, group, output in zip(recorders, group_ids, outputs):
         if isinstance(output, BaseException):
