@@ -12,6 +12,7 @@ from langgraph_memagent.agents.tokenizers import TiktokenCodec, encode_long
 from langgraph_memagent.baselines import (
     ContextOverflowError,
     EmbeddingModelError,
+    SentenceTransformerEmbeddings,
     build_full_context_graph,
     build_rag_graph,
     fit_full_context_prompt,
@@ -223,6 +224,23 @@ def test_minilm_sees_past_its_256_token_window(minilm):
     assert cosine(query, with_needle) > cosine(query, without) + 0.05
     assert len(query) == minilm.dimensions == 384
     assert load_embeddings() is minilm
+
+
+def test_queries_embed_on_a_one_thread_worker_and_documents_keep_every_core(minilm):
+    import torch
+
+    threads_before = torch.get_num_threads()
+    question = "What is the special magic number for sour-kettle?"
+    on_worker = minilm.embed_query(question)
+    assert minilm._query_worker.submit(torch.get_num_threads).result() == 1
+    assert torch.get_num_threads() == threads_before  # thread-local: the caller's pool is untouched
+    in_caller = SentenceTransformerEmbeddings(minilm.model_dir, query_threads=None)
+    assert in_caller._query_worker is None
+    assert max(abs(a - b) for a, b in zip(on_worker, in_caller.embed_query(question))) < 1e-5
+    assert max(abs(a - b) for a, b in zip(on_worker, minilm.embed_documents([question])[0])) < 1e-5
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match=f"query_threads must be a positive integer or None, got {bad!r}"):
+            SentenceTransformerEmbeddings(minilm.model_dir, query_threads=bad)
 
 
 def test_missing_embedding_package_names_the_install_command(monkeypatch):
