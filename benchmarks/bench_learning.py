@@ -34,8 +34,8 @@ FIGURE = Path(__file__).resolve().parent / "figures" / "learning_reward_curve.pn
 def _evaluate_both(model: Any, tokenizer: Any, records: list[dict], config: Any, samples: int) -> dict[str, Any]:
     from langgraph_memagent.training.evaluation import evaluate_policy
 
-    sampled = evaluate_policy(model, tokenizer, records, config, temperature=1.0, rollouts_per_question=samples)
-    greedy = evaluate_policy(model, tokenizer, records, config, temperature=0.0)
+    sampled = evaluate_policy(model, tokenizer, records, config, temperature=1.0, rollouts_per_question=samples, progress=True)
+    greedy = evaluate_policy(model, tokenizer, records, config, temperature=0.0, progress=True)
     print(f"  sampled (T=1, {samples}/question): {sampled.accuracy:.1f}%   greedy: {greedy.accuracy:.1f}%", flush=True)
     return {"sampled": sampled.to_dict(), "greedy": greedy.to_dict()}
 

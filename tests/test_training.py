@@ -229,7 +229,7 @@ def test_recorder_refuses_calls_without_token_ids(embedded_model_dir):
 
 
 
-def test_rollouts_all_run_at_once_unless_limited(embedded_model_dir):
+def test_rollouts_all_run_at_once_unless_limited(embedded_model_dir, capsys):
     """Every rollout of a batch must be in flight together, so the backend can decode them in one batch."""
     import threading
     import time
@@ -261,8 +261,14 @@ def test_rollouts_all_run_at_once_unless_limited(embedded_model_dir):
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content="x", response_metadata=metadata))])
 
     graph = build_memagent_graph(SlowModel(), chunk_tokens=50, tokenizer=str(embedded_model_dir))
-    inputs = [{"question": "q?", "document": "some text"}] * 12  # more than LangChain's default pool (<= 6 here)
-    assert len(run_rollouts(graph, inputs, [0] * 12)) == 12 and peak[0] == 12
+    # More than LangChain's default pool (<= 6 here); distinct so the order can be checked.
+    inputs = [{"question": f"q{i}?", "document": "some text"} for i in range(12)]
+    rollouts = run_rollouts(graph, inputs, [0] * 12, progress="rolling out")
+    assert len(rollouts) == 12 and peak[0] == 12
+    # Runs finish in any order; rollouts come back in input order.
+    assert [r.output["question"] for r in rollouts] == [i["question"] for i in inputs]
+    bar = capsys.readouterr().err
+    assert "rolling out: 100%" in bar and "12/12" in bar
     peak[0], expected[0], wait_s[0] = 0, 4, 0.3  # with a limit of 3 a fourth never arrives
     run_rollouts(graph, inputs, [0] * 12, max_concurrency=3)
     assert peak[0] == 3

@@ -24,6 +24,7 @@ from langgraph_memagent.training.grpo_multiconv import (
     GRAPH_BUILDERS,
     GRAPH_INPUTS,
     MultiConvGRPOConfig,
+    PRESETS,
     context_budget,
     default_reward,
     group_advantages,
@@ -258,7 +259,7 @@ def test_graph_defaults_command_line_and_help(capsys):
                           "--output_dir", "/tmp/x", "--max_turns", "6"])
     # The preset's MemAgent-only reward and chunk size are not applied to SUMER.
     assert (sumer.reward_metric, sumer.chunk_tokens, sumer.turn_tokens, sumer.max_turns) == (None, 200, 1024, 6)
-    assert sumer.max_completion_length == 1024 and sumer.learning_rate == 2e-5
+    assert sumer.max_completion_length == 1024 and sumer.learning_rate == PRESETS["cpu-smoke"]["learning_rate"]
     agemem = parse_config(["--graph", "agemem", "--output_dir", "/tmp/x", "--turn_tokens", "128"])
     assert (agemem.chunk_tokens, agemem.reward_metric, agemem.max_completion_length, agemem.agemem_turn_limit) == (512, "f1", 128, 32)
     assert context_budget(agemem, 8192) == 4096 and context_budget(agemem, 1024) == 1024 - 128

@@ -55,6 +55,7 @@ def evaluate_policy(
     temperature: float,
     rollouts_per_question: int = 1,
     reward_fn: RewardFn | None = None,
+    progress: bool = False,
 ) -> PolicyEvaluation:
     """Run ``config.graph`` with ``model`` on every record ``rollouts_per_question`` times and score it.
 
@@ -68,6 +69,7 @@ def evaluate_policy(
         temperature: 0 for greedy decoding, else the sampling temperature.
         rollouts_per_question: samples per question (1 is enough when greedy).
         reward_fn: overrides the config's reward.
+        progress: show a progress bar of finished rollouts on stderr.
     """
     from ..agents.local_model import LocalChatModel
 
@@ -88,7 +90,12 @@ def evaluate_policy(
     groups = [index for index in range(len(records)) for _ in range(rollouts_per_question)]
     started = time.perf_counter()
     with torch.no_grad(), _eval_mode(model):
-        rollouts = run_rollouts(graph, [GRAPH_INPUTS[config.graph](row) for row in rows], groups)
+        rollouts = run_rollouts(
+            graph,
+            [GRAPH_INPUTS[config.graph](row) for row in rows],
+            groups,
+            progress=f"evaluating (T={temperature:g})" if progress else None,
+        )
     score_rollouts(rollouts, rows, reward_fn or default_reward(config))
     return PolicyEvaluation(temperature, rollouts_per_question, [r.reward for r in rollouts], time.perf_counter() - started)
 

@@ -380,28 +380,30 @@ PRESETS: dict[str, dict[str, Any]] = {
     # SmolLM2-135M + LoRA on short generated NIAH tasks, 3 chunks of essay text holding the
     # queried needle and 3 distractor needles (RULER niah_multikey_1).
     # The strict verifier gives this model no signal (it never writes \boxed{}), so the
-    # reward is lenient (environment.md); lr and rank are ours, sized for a 30-45 min CPU run.
+    # reward is lenient (environment.md). Sizes, lr and rank are ours, for a 30-45 min CPU
+    # run: at 700-token documents one optimizer step took 234 s (BENCHMARKS.md section 6).
     "cpu-smoke": {
         "model_name_or_path": "smollm2-135m",
         "finetuning": "lora",
         "task": "niah_multikey_1",
-        "target_tokens": 700,
-        "chunk_tokens": 250,
-        "memory_tokens": 64,
-        "answer_tokens": 32,
+        "target_tokens": 360,
+        "chunk_tokens": 120,
+        "memory_tokens": 48,
+        "answer_tokens": 24,
         "num_generations": 8,
         "per_device_train_batch_size": 4,
         "gradient_accumulation_steps": 1,
         "steps_per_generation": 2,  # one question x 8 rollouts per batch, 2 optimizer steps on it
-        "learning_rate": 2e-5,
+        "learning_rate": 1e-4,
+        "warmup_steps": 2,
         "lora_r": 16,
         "lora_alpha": 32,
         "reward_metric": "string_match_all",
         "num_train_samples": 256,
-        "max_steps": 60,
+        "max_steps": 24,
         "gradient_checkpointing": False,
         "bf16": False,
-        "save_steps": 20,
+        "save_steps": 4,
         "report_to": "none",
     },
 }

@@ -25,6 +25,7 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
+from tqdm.auto import tqdm
 
 
 class MissingTokenIdsError(RuntimeError):
@@ -102,10 +103,11 @@ def run_rollouts(
     *,
     max_concurrency: int | None = None,
     first_rollout_id: int = 0,
+    progress: str | None = None,
 ) -> list[Rollout]:
     """Run ``graph`` once per input, concurrently, recording every LLM call of every run.
 
-    Runs go through ``graph.batch`` so a batching backend (``LocalChatModel``) decodes
+    Runs go through ``graph.batch_as_completed`` so a batching backend (``LocalChatModel``) decodes
     the calls of all rollouts together. A run that fails raises with its rollout id;
     a run that made no model call is an error too (nothing to train on).
 
@@ -116,6 +118,7 @@ def run_rollouts(
         group_ids: the GRPO group of each rollout (same length as ``graph_inputs``).
         max_concurrency: most runs in flight at once (``None``: all).
         first_rollout_id: id of the first rollout (ids are consecutive).
+        progress: label of a progress bar (finished rollouts) on stderr; ``None``: no bar.
 
     >>> run_rollouts(None, [{"question": "q"}], [0, 1])
     Traceback (most recent call last):
@@ -135,7 +138,11 @@ def run_rollouts(
         {"callbacks": [recorder], "metadata": {"rollout_id": recorder.rollout_id, "group_id": group}, "max_concurrency": limit}
         for recorder, group in zip(recorders, group_ids)
     ]
-    outputs = graph.batch(list(graph_inputs), configs, return_exceptions=True)
+    outputs: list[Any] = [None] * len(graph_inputs)
+    with tqdm(total=len(graph_inputs), desc=progress, unit="rollout", disable=progress is None) as bar:
+        for index, output in graph.batch_as_completed(list(graph_inputs), configs, return_exceptions=True):
+            outputs[index] = output
+            bar.update(1)
     rollouts = []
     for recorder, group, output in zip(recorders, group_ids, outputs):
         if isinstance(output, BaseException):
