@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="cpu-smoke", help="trainer preset (default: %(default)s)")
     parser.add_argument("trainer_args", nargs="*", help="options for the trainer, after --")
     args = parser.parse_args(argv)
+    # The trainer logs each rollout batch's reward mean and spread at INFO: keep it visible.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
 
     from transformers.trainer_utils import get_last_checkpoint
 
