@@ -2,16 +2,16 @@
 
 The memory bank's end-to-end search time is mostly the query embedding (``bench_memory``).
 A query is a few dozen word pieces; this measures whether splitting its forward pass
-across cores helps or hurts. ``torch.set_num_threads`` is thread-local under OpenMP, so
-the worker runs with 1 thread while the calling thread keeps its pool. The two ways
-alternate query by query over LoCoMo conv-30's questions, so machine noise hits both.
+across cores helps or hurts: ``SentenceTransformerEmbeddings(query_threads=None)`` (the
+calling thread, all of torch's threads) vs the default ``query_threads=1`` (a worker
+thread; ``torch.set_num_threads`` is thread-local under OpenMP). The two alternate query
+by query over LoCoMo conv-30's questions, so machine noise hits both.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from ._common import OtherLoad, write_result
 from .bench_memory import LOCOMO_FILE
@@ -32,24 +32,24 @@ def main(argv: list[str] | None = None) -> dict:
 
     import torch
 
-    from langgraph_memagent.baselines.embeddings import load_embeddings
+    from langgraph_memagent.baselines.embeddings import SentenceTransformerEmbeddings, default_embedding_model_dir
     from langgraph_memagent.evals.loaders import load_locomo
 
-    embeddings = load_embeddings()
+    in_caller = SentenceTransformerEmbeddings(default_embedding_model_dir(), query_threads=None)
+    on_worker = SentenceTransformerEmbeddings(default_embedding_model_dir(), query_threads=1)
     questions = [sample.question for sample in load_locomo(LOCOMO_FILE)]
-    worker = ThreadPoolExecutor(1, initializer=lambda: torch.set_num_threads(1))
     for question in questions[:10]:  # warm-up
-        embeddings.embed_query(question)
-        worker.submit(embeddings.embed_query, question).result()
+        in_caller.embed_query(question)
+        on_worker.embed_query(question)
     load = OtherLoad()
     caller, one_thread = [], []
     for _ in range(args.rounds):
         for question in questions:
             start = time.perf_counter()
-            embeddings.embed_query(question)
+            in_caller.embed_query(question)
             caller.append(time.perf_counter() - start)
             start = time.perf_counter()
-            worker.submit(embeddings.embed_query, question).result()
+            on_worker.embed_query(question)
             one_thread.append(time.perf_counter() - start)
     result = {
         "settings": vars(args),
