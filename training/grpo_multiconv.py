@@ -380,8 +380,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # SmolLM2-135M + LoRA on short generated NIAH tasks, 3 chunks of essay text holding the
     # queried needle and 3 distractor needles (RULER niah_multikey_1).
     # The strict verifier gives this model no signal (it never writes \boxed{}), so the
-    # reward is lenient (environment.md). Sizes, lr and rank are ours, for a 30-45 min CPU
-    # run: at 700-token documents one optimizer step took 234 s (BENCHMARKS.md section 6).
+    # reward is lenient (environment.md). Sizes, lr and rank are ours: a rollout batch and its
+    # 2 optimizer steps take ~250 s on 2 cores (700-token documents took 234 s per step).
+    # Measured: sampled rollouts almost never earn this reward (2 of 128), so a run so far
+    # gets no signal; BENCHMARKS.md section 6.
     "cpu-smoke": {
         "model_name_or_path": "smollm2-135m",
         "finetuning": "lora",
