@@ -791,6 +791,17 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
                 # Read the next file only when this one's runs are nearly done: at most two sets in memory.
                 drain(config.concurrency)
             drain(0)
+    except KeyboardInterrupt:
+        running = sum(1 for future in pending if future.running())
+        if running:
+            # Without this the stop looks ignored: a long sample can take many minutes.
+            print(
+                f"\ninterrupted: waiting for {running} running sample(s) to finish so their results are kept "
+                f"(the rest resume next run); press Ctrl-C again to abandon them",
+                file=sys.stderr,
+                flush=True,
+            )
+        raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         writer.close()

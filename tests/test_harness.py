@@ -10,7 +10,10 @@ from __future__ import annotations
 import csv
 import json
 import re
+import signal
 import struct
+import threading
+import time
 
 import pytest
 import tiktoken
@@ -133,6 +136,26 @@ def test_resume_runs_only_missing_samples(tmp_path, monkeypatch):
     calls_before = len(model.prompts)
     run_comparison(config(tmp_path), model)
     assert len(model.prompts) == calls_before
+
+
+def test_ctrl_c_keeps_the_running_sample_and_says_it_is_waiting(tmp_path, capsys):
+    interrupted = []
+
+    def interrupting_reader(prompt: str) -> str:
+        if not interrupted:
+            # Ctrl-C reaches the main thread while this sample is mid-run.
+            interrupted.append(True)
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            time.sleep(0.5)
+        return needle_reader(prompt)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_comparison(config(tmp_path, concurrency=1), scripted(interrupting_reader))
+    assert "interrupted: waiting for 1 running sample(s) to finish" in capsys.readouterr().err
+    kept = read_results(tmp_path / "out" / harness.RESULTS_FILE)
+    assert len(kept) == 1 and kept[0]["score"] == 1.0  # finished, not cut off
+    resumed = run_comparison(config(tmp_path, concurrency=1), scripted())
+    assert len(read_results(resumed.results)) == 4
 
 
 def test_more_graphs_or_lengths_reuse_finished_samples(tmp_path):
