@@ -2,7 +2,8 @@
 
 1. Held-out questions: the preset's task generated with another seed (``data_seed + 10000``).
 2. The untrained policy answers them: sampled (temperature 1.0, ``--eval-samples``
-   rollouts per question) and greedy.
+   rollouts per question), sampled at the training temperature when that is not 1.0
+   (the rollouts GRPO learns from), and greedy.
 3. ``MultiConvGRPOTrainer`` trains with the preset (options after ``--`` go to the
    trainer, e.g. ``-- --max_steps 10 --learning_rate 5e-5``).
 4. The trained policy answers the same questions the same ways.
@@ -30,15 +31,28 @@ from ._common import OtherLoad, write_result
 NAME = "bench_learning"
 HELD_OUT_SEED_OFFSET = 10_000
 FIGURE = Path(__file__).resolve().parent / "figures" / "learning_reward_curve.png"
+# Config fields the held-out evaluation depends on, and those that only shape training.
+CONFIG_KEYS = ("task", "target_tokens", "num_keys", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature")
+TRAINING_KEYS = (
+    "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps"
+)
 
 
-def _evaluate_both(model: Any, tokenizer: Any, records: list[dict], config: Any, samples: int) -> dict[str, Any]:
+def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samples: int) -> dict[str, Any]:
+    """Accuracy sampled at T=1 (the issue's bar), at the training temperature when that differs, and greedy."""
     from langgraph_memagent.training.evaluation import evaluate_policy
 
-    sampled = evaluate_policy(model, tokenizer, records, config, temperature=1.0, rollouts_per_question=samples, progress=True)
-    greedy = evaluate_policy(model, tokenizer, records, config, temperature=0.0, progress=True)
-    print(f"  sampled (T=1, {samples}/question): {sampled.accuracy:.1f}%   greedy: {greedy.accuracy:.1f}%", flush=True)
-    return {"sampled": sampled.to_dict(), "greedy": greedy.to_dict()}
+    runs = {"sampled": 1.0, "training_temperature": config.temperature, "greedy": 0.0}
+    if config.temperature in (0.0, 1.0):
+        del runs["training_temperature"]
+    result = {}
+    for name, temperature in runs.items():
+        evaluation = evaluate_policy(
+            model, tokenizer, records, config, temperature=temperature, rollouts_per_question=1 if temperature == 0 else samples, progress=True
+        )
+        result[name] = evaluation.to_dict()
+    print("  " + ", ".join(f"{name} (T={temperature:g}): {result[name]['accuracy']:.1f}%" for name, temperature in runs.items()), flush=True)
+    return result
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -81,14 +95,27 @@ def main(argv: list[str] | None = None) -> int:
         num_samples=args.eval_questions,
         target_tokens=config.target_tokens,
         seed=config.data_seed + HELD_OUT_SEED_OFFSET,
+        num_keys=config.num_keys,
     )
+    # What the "before" numbers depend on: a kept before.json must match this run.
+    settings = {
+        "held_out_seed": config.data_seed + HELD_OUT_SEED_OFFSET,
+        "eval_questions": args.eval_questions,
+        "eval_samples": args.eval_samples,
+        **{key: getattr(config, key) for key in CONFIG_KEYS},
+    }
     before_path = output_dir / "before.json"
     if before_path.is_file():
         before = json.loads(before_path.read_text())
+        if before.get("settings") != settings:
+            raise SystemExit(
+                f"{before_path} was measured with other settings ({before.get('settings')}), not {settings}: "
+                "use another --output-dir or delete it"
+            )
         print(f"before training (kept from {before_path}): sampled {before['sampled']['accuracy']:.1f}%, greedy {before['greedy']['accuracy']:.1f}%")
     else:
         print("before training:", flush=True)
-        before = _evaluate_both(model, tokenizer, held_out, config, args.eval_samples)
+        before = {"settings": settings, **_evaluate(model, tokenizer, held_out, config, args.eval_samples)}
         _write_json(before_path, before)
 
     trainer = MultiConvGRPOTrainer(
@@ -97,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     trainer.train(resume_from_checkpoint=get_last_checkpoint(str(output_dir)))
     trainer.save_model(str(output_dir))
     print("after training:", flush=True)
-    after = _evaluate_both(trainer.model, tokenizer, held_out, config, args.eval_samples)
+    after = _evaluate(trainer.model, tokenizer, held_out, config, args.eval_samples)
 
     curve = output_dir / "reward_curve.png"
     if curve.is_file():
@@ -107,25 +134,24 @@ def main(argv: list[str] | None = None) -> int:
     gain = after["sampled"]["accuracy"] - before["sampled"]["accuracy"]
     greedy_change = after["greedy"]["accuracy"] - before["greedy"]["accuracy"]
     result = {
-        "settings": {**vars(args), "held_out_seed": config.data_seed + HELD_OUT_SEED_OFFSET},
-        "config": {key: getattr(config, key) for key in (
-            "task", "target_tokens", "chunk_tokens", "memory_tokens", "answer_tokens", "num_generations",
-            "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha",
-            "reward_metric", "max_steps", "temperature",
-        )},
+        "settings": {**vars(args), **settings},
+        "training": {key: getattr(config, key) for key in TRAINING_KEYS},
         "before": before,
         "after": after,
         "sampled_gain_points": gain,
         "greedy_change_points": greedy_change,
         "goal_met": gain >= 20 and greedy_change >= 0,
+        **({"training_temperature_gain_points": after["training_temperature"]["accuracy"] - before["training_temperature"]["accuracy"]}
+           if "training_temperature" in after else {}),
         "reward_log": [{key: entry.get(key) for key in ("step", "reward", "reward_std", "kl", "frac_reward_zero_std")} for entry in log],
         "train_seconds": trainer.state.log_history[-1].get("train_runtime"),
         "other_cpu_cores": load.cores(),
     }
     write_result(NAME, result)
     print(f"{NAME}: sampled {before['sampled']['accuracy']:.1f}% -> {after['sampled']['accuracy']:.1f}% ({gain:+.1f}), "
-          f"greedy {before['greedy']['accuracy']:.1f}% -> {after['greedy']['accuracy']:.1f}% ({greedy_change:+.1f}); "
-          f"goal {'met' if result['goal_met'] else 'not met'}; other load {load.cores():.2f} cores")
+          f"greedy {before['greedy']['accuracy']:.1f}% -> {after['greedy']['accuracy']:.1f}% ({greedy_change:+.1f}), "
+          + (f"at the training temperature {result['training_temperature_gain_points']:+.1f}; " if "training_temperature" in after else "; ")
+          + f"goal {'met' if result['goal_met'] else 'not met'}; other load {load.cores():.2f} cores")
     return 0
 
 

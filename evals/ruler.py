@@ -40,7 +40,7 @@ import random
 import string
 import tempfile
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -98,6 +98,9 @@ TASKS: tuple[str, ...] = (*NIAH_TASKS, "vt", "fwe", *MULTIHOP_TASKS)
 # Options each task accepts beyond target_tokens (the defaults are RULER's).
 _TASK_OPTIONS: dict[str, frozenset[str]] = {
     **{task: frozenset({"depth"}) if NIAH_CONFIGS[task].num_keys * NIAH_CONFIGS[task].num_values == 1 else frozenset() for task in NIAH_TASKS},
+    # RULER's num_needle_k: how many keyed needles the multi-key haystacks hold.
+    "niah_multikey_1": frozenset({"num_keys"}),
+    "niah_multiquery": frozenset({"num_keys"}),
     "vt": frozenset({"num_chains", "num_hops"}),
     "fwe": frozenset({"alpha", "vocab_size", "coded_word_length"}),
     "qa": frozenset({"num_docs", "kind"}),
@@ -338,8 +341,14 @@ def _insert_at_depths(units: list[str], needles: list[str], depths: list[float])
     return result
 
 
-def _niah(task: str, rng: random.Random, codec: TokenCodec, target_tokens: int | None, depth: float | None = None) -> Sample:
+def _niah(
+    task: str, rng: random.Random, codec: TokenCodec, target_tokens: int | None, depth: float | None = None, num_keys: int | None = None
+) -> Sample:
     config = NIAH_CONFIGS[task]
+    if num_keys is not None:
+        if not isinstance(num_keys, int) or isinstance(num_keys, bool) or num_keys < config.num_queries:
+            raise ValueError(f"num_keys for {task} must be an integer >= {config.num_queries} (the keys it asks for), got {num_keys!r}")
+        config = replace(config, num_keys=num_keys)
     taken: set[str] = set()
     keys = _distinct(lambda: _draw(config.key_kind, rng), config.num_keys, taken)
     values = [_distinct(lambda: _draw(config.value_kind, rng), config.num_values, taken) for _ in keys]
@@ -447,7 +456,8 @@ def generate_task(
     """``num_samples`` seeded records of ``task`` (one of :data:`TASKS`), each fitting ``target_tokens``.
 
     Task options: ``depth`` (single-needle NIAH, fraction 0..1; default a random depth of
-    RULER's grid), ``num_chains``/``num_hops`` (vt, RULER defaults 1 and 4),
+    RULER's grid), ``num_keys`` (niah_multikey_1 / niah_multiquery: keyed needles in the
+    haystack, RULER's ``num_needle_k``, default 4), ``num_chains``/``num_hops`` (vt, RULER defaults 1 and 4),
     ``alpha``/``vocab_size``/``coded_word_length`` (fwe, RULER defaults 2.0, 2000, 6),
     ``num_docs``/``kind`` (QA: a fixed document count in place of ``target_tokens``, and
     ``"bridge"`` or ``"comparison"`` questions only).

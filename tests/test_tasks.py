@@ -107,6 +107,9 @@ def test_multikey_tasks_hide_the_queried_key_among_distractor_keys():
     lines = haystack_of_needles.document.split("\n")
     assert len(needles(haystack_of_needles.document)) == len(lines) > 50
     assert sum(key == haystack_of_needles.meta["queries"][0] for key, _ in needles(haystack_of_needles.document)) == 1
+    one_distractor, = generate_task("niah_multikey_1", 4000, codec=BYTES, seed=2, num_keys=2)
+    found = needles(one_distractor.document)
+    assert len(found) == 2 and [value for key, value in found if key == one_distractor.meta["queries"][0]] == one_distractor.answers
     uuids, = generate_task("niah_multikey_3", 4000, codec=BYTES, seed=2)
     key = uuids.meta["queries"][0]
     assert uuid.UUID(key).version == 4 and uuid.UUID(uuids.answers[0]).version == 4
@@ -203,6 +206,8 @@ def test_bad_arguments_are_named():
         generate_task("qa", 4000, codec=BYTES, num_docs=50)
     with pytest.raises(ValueError, match="depth must be a fraction"):
         generate_task("niah_single_1", 4000, codec=BYTES, depth=50)
+    with pytest.raises(ValueError, match="num_keys for niah_multiquery must be an integer >= 4.*got 2"):
+        generate_task("niah_multiquery", 4000, codec=BYTES, num_keys=2)
 
 
 def test_scoring_metric_mapping():

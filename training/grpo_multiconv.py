@@ -278,6 +278,10 @@ class MultiConvGRPOConfig(GRPOConfig):
     task: str = field(default="niah_single_1", metadata={"help": "Generated task when no train_file (evals.ruler)."})
     num_train_samples: int = field(default=64, metadata={"help": "Generated training questions."})
     target_tokens: int = field(default=4000, metadata={"help": "Document length of generated tasks, in policy tokens."})
+    num_keys: int | None = field(
+        default=None,
+        metadata={"help": "Keyed needles per generated niah_multikey_1 / niah_multiquery document (RULER's num_needle_k; unset: 4)."},
+    )
     data_seed: int = field(default=0, metadata={"help": "Seed of the generated training tasks."})
 
     # Outputs -------------------------------------------------------------------------
@@ -377,26 +381,29 @@ PRESETS: dict[str, dict[str, Any]] = {
         "gradient_checkpointing": True,
         "save_steps": 20,
     },
-    # SmolLM2-135M + LoRA on short generated NIAH tasks, 3 chunks of essay text holding the
-    # queried needle and 3 distractor needles (RULER niah_multikey_1).
+    # SmolLM2-135M + LoRA on short generated NIAH tasks: 2 chunks of essay text holding the
+    # queried needle and 1 distractor needle (RULER niah_multikey_1 with num_keys=2).
     # The strict verifier gives this model no signal (it never writes \boxed{}), so the
-    # reward is lenient (environment.md). Sizes, lr and rank are ours: a rollout batch and its
-    # 2 optimizer steps take ~250 s on 2 cores (700-token documents took 234 s per step).
-    # Measured: sampled rollouts almost never earn this reward (2 of 128), so a run so far
-    # gets no signal; BENCHMARKS.md section 6.
+    # reward is lenient (environment.md). Rollouts sample at T=0.7: measured on held-out
+    # questions, T=1.0 earns this reward 0 times in 32 (the memory derails), T=0.7 6/32,
+    # T=0.5 11/32, greedy 5/16; with 3 distractors and 3 chunks even T=1.0 got 2/128 and a
+    # run saw no signal. With this preset, 24 steps (28 min) took held-out accuracy from 23% to
+    # 48% at T=0.7 and from 4% to 15% at T=1.0 (BENCHMARKS.md section 6). Sizes, lr and rank are ours.
     "cpu-smoke": {
         "model_name_or_path": "smollm2-135m",
         "finetuning": "lora",
         "task": "niah_multikey_1",
-        "target_tokens": 360,
+        "num_keys": 2,
+        "target_tokens": 240,
         "chunk_tokens": 120,
         "memory_tokens": 48,
         "answer_tokens": 24,
+        "temperature": 0.7,
         "num_generations": 8,
         "per_device_train_batch_size": 4,
         "gradient_accumulation_steps": 1,
         "steps_per_generation": 2,  # one question x 8 rollouts per batch, 2 optimizer steps on it
-        "learning_rate": 1e-4,
+        "learning_rate": 2e-4,
         "warmup_steps": 2,
         "lora_r": 16,
         "lora_alpha": 32,
@@ -807,21 +814,19 @@ def _sample_record(sample: Any) -> dict[str, Any]:
     }
 
 
-def generate_samples(task: str, codec: Any, *, num_samples: int, target_tokens: int, seed: int) -> list[dict[str, Any]]:
+def generate_samples(
+    task: str, codec: Any, *, num_samples: int, target_tokens: int, seed: int, num_keys: int | None = None
+) -> list[dict[str, Any]]:
     """Generated task records (``question``, ``document``, ``answers``, ``distractors``, ``task``).
 
     Uses ``evals.ruler.generate_task`` (all RULER-style tasks, with distractor needles
-    for the multi-key ones) and falls back to ``niah_single_1`` where only that exists.
+    for the multi-key ones; ``num_keys`` sets how many needles those hold).
     ``distractors`` lists the values of the document's needles that are not gold.
     """
-    from ..evals import ruler
+    from ..evals.ruler import generate_task
 
-    if hasattr(ruler, "generate_task"):
-        samples = ruler.generate_task(task, target_tokens, codec=codec, num_samples=num_samples, seed=seed)
-    elif task == "niah_single_1":
-        samples = [ruler.niah_single_1(codec, target_tokens, seed=seed + i) for i in range(num_samples)]
-    else:
-        raise ValueError(f"task {task!r} needs evals.ruler.generate_task, which is not available; use 'niah_single_1'")
+    options = {} if num_keys is None else {"num_keys": num_keys}
+    samples = generate_task(task, target_tokens, codec=codec, num_samples=num_samples, seed=seed, **options)
     return [_sample_record(sample) for sample in samples]
 
 
@@ -1233,6 +1238,7 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
             num_samples=config.num_train_samples,
             target_tokens=config.target_tokens,
             seed=config.data_seed,
+            num_keys=config.num_keys,
         )
     return Dataset.from_list(records)
 
