@@ -211,6 +211,10 @@ def test_presets_and_command_line():
     assert PRESETS["paper-7b"]["reward_metric"] == "strict_boxed"
     with pytest.raises(SystemExit, match="unknown --preset 'paper-70b'"):
         parse_config(["--preset", "paper-70b"])
+    # The smoke preset's one-distractor setting belongs to its task: another --task drops it.
+    assert config.num_keys == 2
+    assert parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/smoke", "--task", "niah_single_1"]).num_keys is None
+    assert parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/smoke", "--task", "niah_multiquery", "--num_keys", "6"]).num_keys == 6
 
 
 def test_recorder_refuses_calls_without_token_ids(embedded_model_dir):

@@ -1161,10 +1161,13 @@ _DESCRIPTION = (
     "Multi-conversation GRPO (MemAgent's Multi-Conv DAPO) on TRL. Presets: "
     + "; ".join(f"--preset {name}" for name in PRESETS)
     + ". Options given after a preset override it. The presets are MemAgent's: with --graph sumer or agemem "
-    "their reward_metric and chunk_tokens are not applied (those graphs have their own defaults)."
+    "their reward_metric and chunk_tokens are not applied (those graphs have their own defaults); with another "
+    "--task, their num_keys is not applied."
 )
 # Preset values that only mean something for MemAgent (its verifier and its chunk size).
 _MEMAGENT_ONLY = ("reward_metric", "chunk_tokens")
+# Preset values that only mean something for the preset's own task (dropped with --task).
+_TASK_ONLY = ("num_keys",)
 
 
 def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
@@ -1179,6 +1182,7 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--preset", default=None)
     early.add_argument("--graph", default="memagent")
+    early.add_argument("--task", default=None)
     known = early.parse_known_args(argv)[0]
     preset = known.preset
     if preset is not None and preset not in PRESETS:
@@ -1188,6 +1192,8 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
         defaults = PRESETS[preset]
         if known.graph != "memagent":
             defaults = {key: value for key, value in defaults.items() if key not in _MEMAGENT_ONLY}
+        if known.task not in (None, defaults.get("task")):
+            defaults = {key: value for key, value in defaults.items() if key not in _TASK_ONLY}
         parser.set_defaults(**defaults)
     (config,) = parser.parse_args_into_dataclasses(args=argv)
     return config
