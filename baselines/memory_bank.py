@@ -79,7 +79,10 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # SUMER returns every hit with the 2 messages before and the 2 after it.
 SUMER_CONTEXT = 2
-_THREADED_MIN_ROWS = 16_384  # rows from which a search uses torch's threads (see _ConversationIndex.nearest)
+_SHORTLIST_MIN_ROWS = 16_384  # rows from which a search shortlists with float16 vectors (see _ConversationIndex.nearest)
+# Bound on |float16 score - float32 score| for unit vectors: two float16 roundings (2^-11
+# relative each, and |v.q| <= 1) plus float32 accumulation. Measured: at most 2e-4 at 100K items.
+_HALF_SCORE_ERROR = 2e-3
 _LIST_PAGE = 1000  # items per store.search page when reading a conversation back
 _WORD = re.compile(r"\w+")
 
@@ -237,6 +240,11 @@ def _split_document(document: str, max_words: int) -> list[str]:
 # -- the in-process index of one conversation ------------------------------------------------------
 
 
+def _kth_largest(values: np.ndarray, k: int) -> float:
+    """The k-th largest of ``values`` (the smallest when there are fewer than k)."""
+    return values.min() if k >= len(values) else np.partition(values, len(values) - k)[len(values) - k]
+
+
 class _ConversationIndex:
     """Vectors, filter columns and an inverted word index of one conversation, rows in conversation order.
 
@@ -254,6 +262,7 @@ class _ConversationIndex:
         self.total_words = 0
         self.next_position = 0
         self._vectors = np.zeros((0, 0), dtype=np.float32)
+        self._half_vectors = np.zeros((0, 0), dtype=np.float16)  # the same rows in float16, for shortlists
         self._speakers = np.zeros(0, dtype=np.int32)
         self._sessions = np.zeros(0, dtype=np.int64)
         self._lengths = np.zeros(0, dtype=np.float32)
@@ -268,10 +277,11 @@ class _ConversationIndex:
             return
         capacity = max(rows, 2 * len(self._speakers), 64)
         used = len(self.items)
-        vectors = np.zeros((capacity, dims), dtype=np.float32)
-        if used:
-            vectors[:used] = self._vectors[:used]
-        self._vectors = vectors
+        for name, dtype in (("_vectors", np.float32), ("_half_vectors", np.float16)):
+            vectors = np.zeros((capacity, dims), dtype=dtype)
+            if used:
+                vectors[:used] = getattr(self, name)[:used]
+            setattr(self, name, vectors)
         for name, dtype in (("_speakers", np.int32), ("_sessions", np.int64), ("_lengths", np.float32)):
             column = np.zeros(capacity, dtype=dtype)
             column[:used] = getattr(self, name)[:used]
@@ -283,6 +293,7 @@ class _ConversationIndex:
         self._reserve(end, vectors.shape[1])
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         self._vectors[start:end] = vectors / np.where(norms > 0, norms, 1.0)
+        self._half_vectors[start:end] = self._vectors[start:end]
         for row, item in enumerate(items, start):
             self.row_of[item["message_id"]] = row
             self.items.append(item)
@@ -330,29 +341,33 @@ class _ConversationIndex:
         rows = len(self.items)
         if query.shape[0] != self._vectors.shape[1]:
             raise ValueError(f"query embedding has {query.shape[0]} dimensions but the stored vectors have {self._vectors.shape[1]}")
-        norm = float(np.linalg.norm(query))
-        # Small banks: einsum, in this thread; multithreaded products on a busy shared machine
-        # spin (BLAS made a 5K-item search 20x slower at load 12 on 2 cores). Large banks:
-        # torch, whose threads pay off and are the pool the query embedding just used; numpy's
-        # BLAS pool fought torch's (100K items, embed + search p95 on 2 idle cores: torch 40 ms,
-        # einsum 54 ms, numpy BLAS 141 ms).
-        unit = query / norm if norm > 0 else query
-        vectors = self._vectors[:rows]
-        if rows >= _THREADED_MIN_ROWS:
-            import torch  # present with sentence-transformers; imported only by large banks
-
-            with torch.inference_mode():
-                scores = torch.mv(torch.from_numpy(vectors), torch.from_numpy(np.ascontiguousarray(unit, dtype=vectors.dtype))).numpy()
-        else:
-            scores = np.einsum("ij,j->i", vectors, unit)
+        unit = query / norm if (norm := float(np.linalg.norm(query))) > 0 else query
         candidates = np.arange(rows) if mask is None else np.flatnonzero(mask)
-        scores = scores[candidates]
-        take = min(k, len(candidates))
-        if take == 0:
+        if min(k, len(candidates)) == 0:
             return []
-        top = np.argpartition(-scores, take - 1)[:take] if take < len(candidates) else np.arange(len(candidates))
-        top = top[np.lexsort((top, -scores[top]))]
+        if rows >= _SHORTLIST_MIN_ROWS:
+            candidates = self._shortlist(unit, candidates, k)
+        vectors = self._vectors[:rows] if len(candidates) == rows else self._vectors[candidates]
+        # einsum, in this thread: multithreaded products on a busy shared machine spin (BLAS
+        # made a 5K-item search 20x slower at load 12 on 2 cores).
+        scores = np.einsum("ij,j->i", vectors, unit)
+        top = np.flatnonzero(scores >= _kth_largest(scores, k))  # every tie of the k-th, so the earliest rows win
+        top = top[np.lexsort((top, -scores[top]))][:k]
         return [(int(candidates[i]), float(scores[i])) for i in top]
+
+    def _shortlist(self, unit: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray:
+        """Candidates that can be among the exact top ``k``, found with the float16 vectors.
+
+        A large bank's product is memory-bound: float16 reads half the bytes (100K items:
+        BENCHMARKS.md section 7). Scores within 2 x the float16 error bound of the k-th best
+        are kept, so the exact rescoring that follows returns exactly the float32 top k.
+        """
+        import torch  # present with sentence-transformers; imported only by large banks
+
+        with torch.inference_mode():
+            half = torch.from_numpy(self._half_vectors[: len(self.items)])
+            approx = torch.mv(half, torch.from_numpy(unit.astype(np.float16))).float().numpy()[candidates]
+        return candidates[approx >= _kth_largest(approx, k) - 2 * _HALF_SCORE_ERROR]
 
     def matching(self, phrases: list[list[str]], mask: np.ndarray | None) -> np.ndarray:
         """Rows (ascending) that contain every keyword phrase and pass the filters."""

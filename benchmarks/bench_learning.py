@@ -5,7 +5,10 @@
    rollouts per question), sampled at the training temperature when that is not 1.0
    (the rollouts GRPO learns from), and greedy.
 3. ``MultiConvGRPOTrainer`` trains with the preset (options after ``--`` go to the
-   trainer, e.g. ``-- --max_steps 10 --learning_rate 5e-5``).
+   trainer, e.g. ``-- --max_steps 10 --learning_rate 5e-5``). With ``--then-steps N``
+   a second trainer resumes from the last checkpoint and trains N more optimizer steps
+   with rollouts at ``--then-temperature`` (a temperature curriculum: TRL bakes the
+   temperature into the loss's fused LM head, so it cannot change within one trainer).
 4. The trained policy answers the same questions the same ways.
 
 Accuracy is the training reward (the preset's lenient verifier: the gold number in the
@@ -51,8 +54,13 @@ def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samp
             model, tokenizer, records, config, temperature=temperature, rollouts_per_question=1 if temperature == 0 else samples, progress=True
         )
         result[name] = evaluation.to_dict()
-    print("  " + ", ".join(f"{name} (T={temperature:g}): {result[name]['accuracy']:.1f}%" for name, temperature in runs.items()), flush=True)
+        # Printed as each finishes: a run killed later (e.g. out of memory) still shows it.
+        print(f"  {name} (T={temperature:g}): {result[name]['accuracy']:.1f}%", flush=True)
     return result
+
+
+def _train_seconds(trainer: Any) -> float | None:
+    return trainer.state.log_history[-1].get("train_runtime")
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -67,8 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-samples", type=int, default=4, help="sampled rollouts per held-out question (default: %(default)s)")
     parser.add_argument("--output-dir", default="runs/learning", help="trainer output directory (default: %(default)s)")
     parser.add_argument("--preset", default="cpu-smoke", help="trainer preset (default: %(default)s)")
+    parser.add_argument("--then-steps", type=int, default=0, help="optimizer steps of a second phase (default: none)")
+    parser.add_argument(
+        "--then-temperature", type=float, default=1.0, help="rollout temperature of the second phase (default: %(default)s)"
+    )
     parser.add_argument("trainer_args", nargs="*", help="options for the trainer, after --")
     args = parser.parse_args(argv)
+    if args.then_steps < 0 or args.then_temperature <= 0:
+        parser.error(f"--then-steps must be >= 0 and --then-temperature > 0, got {args.then_steps} and {args.then_temperature}")
     # The trainer logs each rollout batch's reward mean and spread at INFO: keep it visible.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
 
@@ -118,24 +132,52 @@ def main(argv: list[str] | None = None) -> int:
         before = {"settings": settings, **_evaluate(model, tokenizer, held_out, config, args.eval_samples)}
         _write_json(before_path, before)
 
-    trainer = MultiConvGRPOTrainer(
-        model, args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer, peft_config=lora_config(config)
-    )
-    trainer.train(resume_from_checkpoint=get_last_checkpoint(str(output_dir)))
-    trainer.save_model(str(output_dir))
+    def train(config: Any, model: Any | None) -> Any:
+        """A trainer that ran this phase to its end, or None when a checkpoint already had."""
+        last = get_last_checkpoint(str(output_dir))
+        if last is not None and int(last.rsplit("-", 1)[1]) >= config.max_steps:
+            return None  # resumed past max_steps, transformers' Trainer would still train one step
+        trainer = MultiConvGRPOTrainer(
+            model or load_policy(config)[0], args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer, peft_config=lora_config(config)
+        )
+        trainer.train(resume_from_checkpoint=last)
+        return trainer
+
+    evaluation_config = config
+    phase_configs = [config]
+    if args.then_steps:
+        phase_configs.append(parse_config(
+            ["--preset", args.preset, "--output_dir", str(output_dir), *args.trainer_args,
+             "--temperature", str(args.then_temperature), "--max_steps", str(config.max_steps + args.then_steps)]
+        ))
+    phases, trainer = [], None
+    for number, config in enumerate(phase_configs):
+        ran = train(config, model if number == 0 else None)
+        phases.append({"temperature": config.temperature, "max_steps": config.max_steps, "train_seconds": _train_seconds(ran) if ran else None})
+        trainer = ran or trainer
+    if trainer is not None:
+        trainer.save_model(str(output_dir))
+        policy, log_history = trainer.model, trainer.state.log_history
+    else:  # every phase had finished before: evaluate the last checkpoint's adapter
+        from peft import PeftModel
+
+        last = get_last_checkpoint(str(output_dir))
+        policy = PeftModel.from_pretrained(load_policy(config)[0], last)
+        log_history = json.loads((Path(last) / "trainer_state.json").read_text())["log_history"]
     print("after training:", flush=True)
-    after = _evaluate(trainer.model, tokenizer, held_out, config, args.eval_samples)
+    after = _evaluate(policy, tokenizer, held_out, evaluation_config, args.eval_samples)
 
     curve = output_dir / "reward_curve.png"
     if curve.is_file():
         FIGURE.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(curve, FIGURE)
-    log = [entry for entry in trainer.state.log_history if "reward" in entry]
+    log = [entry for entry in log_history if "reward" in entry]
     gain = after["sampled"]["accuracy"] - before["sampled"]["accuracy"]
     greedy_change = after["greedy"]["accuracy"] - before["greedy"]["accuracy"]
     result = {
         "settings": {**vars(args), **settings},
         "training": {key: getattr(config, key) for key in TRAINING_KEYS},
+        "phases": phases,
         "before": before,
         "after": after,
         "sampled_gain_points": gain,
@@ -144,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         **({"training_temperature_gain_points": after["training_temperature"]["accuracy"] - before["training_temperature"]["accuracy"]}
            if "training_temperature" in after else {}),
         "reward_log": [{key: entry.get(key) for key in ("step", "reward", "reward_std", "kl", "frac_reward_zero_std")} for entry in log],
-        "train_seconds": trainer.state.log_history[-1].get("train_runtime"),
+        "train_seconds": sum(phase["train_seconds"] or 0 for phase in phases),
         "other_cpu_cores": load.cores(),
     }
     write_result(NAME, result)

@@ -1,6 +1,7 @@
 """The local transformers backend on the real embedded model: usage, token ids, dynamic batching."""
 
 import asyncio
+import time
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -207,3 +208,20 @@ def test_longer_requests_join_a_batch_already_decoding(greedy_model):
     together = asyncio.run(staggered())
     assert engine.batches_run - before == 1
     assert together == alone
+
+
+def test_an_idle_worker_hands_freed_memory_back_to_the_os(greedy_model, monkeypatch):
+    from langgraph_memagent.agents import local_model
+
+    if local_model._MALLOC_TRIM is None:
+        pytest.skip("no glibc malloc_trim on this platform")
+    engine = greedy_model.engine
+    monkeypatch.setattr(engine, "idle_trim_s", 0.05)
+    before = engine.trims
+    greedy_model.invoke("Say yes.", max_tokens=2)
+    deadline = time.monotonic() + 5
+    while engine.trims == before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert engine.trims == before + 1  # once per idle spell, not once per idle_trim_s
+    time.sleep(0.2)
+    assert engine.trims == before + 1

@@ -233,6 +233,33 @@ def test_precomputed_vectors_skip_the_embedding_model():
         bank.ingest([{"text": t} for t in texts], conversation_id="e", vectors=vectors[:2])
 
 
+def test_large_banks_shortlist_in_float16_and_return_exactly_the_float32_top_k(monkeypatch):
+    import numpy as np
+    from langgraph_memagent.baselines import memory_bank
+
+    rng = np.random.default_rng(7)
+    centre = rng.standard_normal(32)
+    # Near-duplicates of one direction (scores closer together than float16 can tell apart),
+    # exact duplicates (ties: earlier row first), and random others.
+    vectors = np.concatenate(
+        [centre + 1e-3 * rng.standard_normal((300, 32)), np.repeat(centre[None], 5, axis=0), rng.standard_normal((1200, 32))]
+    )
+    messages = [{"text": f"message {i}", "speaker": ("Ann", "Ben")[i % 2], "session": 1 + i % 3} for i in range(len(vectors))]
+    bank = MemoryBank(embeddings=fake_counter())
+    bank.ingest(messages, conversation_id="c", vectors=vectors)
+    index = bank._index("c")
+    queries = [centre, centre + 0.01 * rng.standard_normal(32), *rng.standard_normal((5, 32))]
+    for speaker, session in [(None, None), ("Ben", None), (None, 2)]:
+        mask = index.filter_mask(speaker, session)
+        for query in queries:
+            query = query.astype(np.float32)
+            monkeypatch.setattr(memory_bank, "_SHORTLIST_MIN_ROWS", 10**9)
+            exact = index.nearest(query, 10, mask)
+            monkeypatch.setattr(memory_bank, "_SHORTLIST_MIN_ROWS", 0)
+            assert index.nearest(query, 10, mask) == exact
+            assert len(index._shortlist(query / np.linalg.norm(query), np.arange(len(vectors)), 10)) < len(vectors)
+
+
 def test_ingest_document_splits_into_chunks_with_a_tokenizer_or_by_paragraphs():
     import tiktoken
     from langgraph_memagent.agents.tokenizers import TiktokenCodec

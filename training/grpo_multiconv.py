@@ -388,7 +388,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # questions, T=1.0 earns this reward 0 times in 32 (the memory derails), T=0.7 6/32,
     # T=0.5 11/32, greedy 5/16; with 3 distractors and 3 chunks even T=1.0 got 2/128 and a
     # run saw no signal. With this preset, 24 steps (28 min) took held-out accuracy from 23% to
-    # 48% at T=0.7 and from 4% to 15% at T=1.0 (BENCHMARKS.md section 6). Sizes, lr and rank are ours.
+    # 48% at T=0.7 and from 4% to 15% at T=1.0; 16 more steps resumed at --temperature 1.0
+    # (a second trainer: TRL fixes the loss's temperature at init) took T=1.0 from 1% to 31%
+    # and greedy from 34% to 53% (BENCHMARKS.md section 6). Sizes, lr and rank are ours.
     "cpu-smoke": {
         "model_name_or_path": "smollm2-135m",
         "finetuning": "lora",
