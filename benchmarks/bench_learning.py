@@ -25,6 +25,7 @@ import argparse
 import json
 import logging
 import os
+import resource
 import shutil
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,12 @@ def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samp
         )
         result[name] = evaluation.to_dict()
         # Printed as each finishes: a run killed later (e.g. out of memory) still shows it.
-        print(f"  {name} (T={temperature:g}): {result[name]['accuracy']:.1f}%", flush=True)
+        print(f"  {name} (T={temperature:g}): {result[name]['accuracy']:.1f}%; peak memory {_peak_rss_gb():.1f} GB", flush=True)
     return result
+
+
+def _peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # kB on Linux
 
 
 def _train_seconds(trainer: Any) -> float | None:
@@ -188,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         "reward_log": [{key: entry.get(key) for key in ("step", "reward", "reward_std", "kl", "frac_reward_zero_std")} for entry in log],
         "train_seconds": sum(phase["train_seconds"] or 0 for phase in phases),
         "other_cpu_cores": load.cores(),
+        "peak_rss_gb": _peak_rss_gb(),
     }
     write_result(NAME, result)
     print(f"{NAME}: sampled {before['sampled']['accuracy']:.1f}% -> {after['sampled']['accuracy']:.1f}% ({gain:+.1f}), "

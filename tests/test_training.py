@@ -413,6 +413,12 @@ def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir
     assert resumed.state.global_step == 2
     assert (tmp_path / "run" / "reward_curve.png").stat().st_size > 0
 
+    # A checkpoint that already reached max_steps is refused: transformers would train on.
+    finished = make_trainer(tiny_model_dir, tiny_dataset, tiny_config(tmp_path, max_steps=1, **small), reward_fn=reward)
+    with pytest.raises(ValueError, match="checkpoint-1 is at step 1 and max_steps is 1"):
+        finished.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
+    assert finished.state.global_step == 0
+
 
 def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_model_dir, tiny_dataset, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer

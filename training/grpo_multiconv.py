@@ -103,7 +103,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import TrainerCallback
+from transformers import TrainerCallback, TrainerState
+from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer
 from trl.models import unwrap_model_for_generation
 from trl.models.utils import disable_gradient_checkpointing
@@ -997,6 +998,24 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             callbacks=callbacks,
             peft_config=peft_config,
         )
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs: Any) -> Any:
+        """TRL's ``train``; refuses a checkpoint that has already reached ``max_steps``.
+
+        transformers' ``Trainer`` resumed there still trains (checkpoint 40 of a 40-step
+        run went on to steps 41 and 42, BENCHMARKS.md section 6), which would silently
+        change a finished run.
+        """
+        checkpoint = get_last_checkpoint(self.args.output_dir) if resume_from_checkpoint is True else resume_from_checkpoint
+        state_file = Path(checkpoint, "trainer_state.json") if isinstance(checkpoint, str) else None
+        if state_file is not None and state_file.is_file() and self.args.max_steps > 0:
+            done = TrainerState.load_from_json(str(state_file)).global_step
+            if done >= self.args.max_steps:
+                raise ValueError(
+                    f"{checkpoint} is at step {done} and max_steps is {self.args.max_steps}: nothing left to train; "
+                    "raise --max_steps to train further"
+                )
+        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     # Rollouts -------------------------------------------------------------------------
     def _graph(self) -> Any:
