@@ -5,7 +5,7 @@ turns, 81 questions without the adversarial category). A seeded subset of questi
 run (``--limit``; every graph answers the same ones), greedy, with the per-category
 token F1 and BLEU-1 of Mem0's evaluation code (as the SUMER paper reports) and, with
 ``--judge``, the LLM judge's J. This is ``memagent compare`` with fixed settings; it resumes
-like it. Runs alone (not in ``make bench``): about an hour on 2 cores.
+like it. Runs alone (not in ``make bench``): 16 questions take about 3 hours on 2 cores.
 """
 
 from __future__ import annotations
