@@ -13,7 +13,8 @@
 
 Accuracy is the training reward (the preset's lenient verifier: the gold number in the
 final reply, no distractor number). The issue's bar: sampled accuracy +20 points
-absolute, greedy not lower. Results: ``benchmarks/results/bench_learning.json``, the
+absolute, greedy not lower. Results: ``benchmarks/results/bench_learning.json``, the reward
+curve with the temperature curriculum marked in ``benchmarks/figures/learning_reward_curve.png``, the
 trainer's log and ``reward_curve.png`` under ``--output-dir``. Interrupted runs resume:
 the "before" evaluation is kept in ``<output-dir>/before.json`` and training continues
 from its last checkpoint.
@@ -26,7 +27,6 @@ import json
 import logging
 import os
 import resource
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,18 @@ CONFIG_KEYS = ("task", "target_tokens", "num_keys", "chunk_tokens", "memory_toke
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps"
 )
+
+
+def with_phase_temperatures(log: list[dict], phases: list[dict]) -> list[dict]:
+    """Each logged entry with the rollout temperature of its phase, unless it logged its own.
+
+    Checkpoints written before the trainer logged ``temperature`` still get a curve with the
+    curriculum marked: phase ``i`` covers the steps up to its ``max_steps``.
+    """
+    def phase_temperature(step: int) -> float:
+        return next((phase["temperature"] for phase in phases if step <= phase["max_steps"]), phases[-1]["temperature"])
+
+    return [{"temperature": phase_temperature(entry["step"]), **entry} for entry in log]
 
 
 def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samples: int) -> dict[str, Any]:
@@ -100,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         load_policy,
         lora_config,
         parse_config,
+        plot_reward_curve,
         training_dataset,
     )
 
@@ -172,11 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     print("after training:", flush=True)
     after = _evaluate(policy, tokenizer, held_out, evaluation_config, args.eval_samples)
 
-    curve = output_dir / "reward_curve.png"
-    if curve.is_file():
-        FIGURE.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(curve, FIGURE)
-    log = [entry for entry in log_history if "reward" in entry]
+    log = with_phase_temperatures([entry for entry in log_history if "reward" in entry], phases)
+    plot_reward_curve(log, FIGURE)
     gain = after["sampled"]["accuracy"] - before["sampled"]["accuracy"]
     greedy_change = after["greedy"]["accuracy"] - before["greedy"]["accuracy"]
     result = {
@@ -190,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "goal_met": gain >= 20 and greedy_change >= 0,
         **({"training_temperature_gain_points": after["training_temperature"]["accuracy"] - before["training_temperature"]["accuracy"]}
            if "training_temperature" in after else {}),
-        "reward_log": [{key: entry.get(key) for key in ("step", "reward", "reward_std", "kl", "frac_reward_zero_std")} for entry in log],
+        "reward_log": [{key: entry.get(key) for key in ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std")} for entry in log],
         "train_seconds": sum(phase["train_seconds"] or 0 for phase in phases),
         "other_cpu_cores": load.cores(),
         "peak_rss_gb": _peak_rss_gb(),

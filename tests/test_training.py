@@ -403,7 +403,7 @@ def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir
     assert all(not p.requires_grad for n, p in trainer.model.named_parameters() if "lora_" not in n)
     logged = trainer.state.log_history[0]
     for key in ("reward", "reward_std", "kl", "clip_ratio/region_mean", "conversations_per_rollout/mean",
-                "advantages/abs_mean", "tokens/completion_per_rollout", "padding_rows"):
+                "advantages/abs_mean", "tokens/completion_per_rollout", "padding_rows", "temperature"):
         assert key in logged, key
 
     # Step 2 resumes from the checkpoint of step 1 and writes the reward curve at the end.
@@ -418,6 +418,22 @@ def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir
     with pytest.raises(ValueError, match="checkpoint-1 is at step 1 and max_steps is 1"):
         finished.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
     assert finished.state.global_step == 0
+
+
+def test_reward_curve_marks_a_temperature_change_and_smooths_noisy_batches(tmp_path):
+    from langgraph_memagent.benchmarks.bench_learning import with_phase_temperatures
+    from langgraph_memagent.training.grpo_multiconv import plot_reward_curve, running_mean
+
+    assert running_mean([1.0, 0.0, 1.0, 1.0], 2) == [1.0, 0.5, 0.5, 1.0]
+    with pytest.raises(ValueError, match="window must be >= 1, got 0"):
+        running_mean([1.0], 0)
+    # Steps 1-2 ran at 0.7 and 3-4 at 1.0; step 4 logged its own temperature, which wins.
+    phases = [{"temperature": 0.7, "max_steps": 2}, {"temperature": 1.0, "max_steps": 4}]
+    log = [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.0}, {"step": 3, "reward": 1.0}, {"step": 4, "reward": 0.0, "temperature": 0.9}]
+    assert [entry["temperature"] for entry in with_phase_temperatures(log, phases)] == [0.7, 0.7, 1.0, 0.9]
+    assert plot_reward_curve([{"step": 1, "loss": 0.1}], tmp_path / "none.png") is None
+    path = plot_reward_curve(with_phase_temperatures(log, phases), tmp_path / "curve.png")
+    assert path.stat().st_size > 0
 
 
 def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_model_dir, tiny_dataset, tmp_path):

@@ -905,30 +905,66 @@ class RewardCurveCallback(TrainerCallback):
             plot_reward_curve(state.log_history, Path(args.output_dir) / "reward_curve.png")
 
 
-def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
-    """Plot ``reward`` (and ``reward_std`` as a band) against ``step``; ``None`` if nothing was logged."""
-    points = [(entry["step"], entry["reward"], entry.get("reward_std", 0.0)) for entry in log_history if "reward" in entry]
-    if not points:
+def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *, window: int = 4) -> Path | None:
+    """Plot the mean reward of each rollout batch against ``step``; ``None`` if nothing was logged.
+
+    With one question per batch (``cpu-smoke``) batch means jump between 0 and 1, so a running
+    mean over ``window`` batches (restarting at each temperature change) is drawn over them. KL to the reference goes on a second axis,
+    and each change of the logged rollout ``temperature`` (a resumed run at a new temperature)
+    is marked with a dashed line.
+
+    Example::
+
+        >>> plot_reward_curve([{"step": 1, "reward": 0.5, "kl": 0.0}], "/tmp/curve.png")  # doctest: +SKIP
+    """
+    entries = [entry for entry in log_history if "reward" in entry]
+    if not entries:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps, means, stds = zip(*points)
-    figure, axes = plt.subplots(figsize=(6, 3.5))
-    axes.plot(steps, means, marker="o", label="mean rollout reward")
-    axes.fill_between(steps, [m - s for m, s in zip(means, stds)], [m + s for m, s in zip(means, stds)], alpha=0.2)
+    # Segments of equal rollout temperature: the running mean restarts in each.
+    segments: list[list[dict[str, Any]]] = []
+    for entry in entries:
+        if not segments or entry.get("temperature") != segments[-1][0].get("temperature"):
+            segments.append([])
+        segments[-1].append(entry)
+    figure, axes = plt.subplots(figsize=(7, 4))
+    lines = []
+    for number, segment in enumerate(segments):
+        steps, rewards = [entry["step"] for entry in segment], [entry["reward"] for entry in segment]
+        first = number == 0
+        lines += axes.plot(steps, rewards, "o", color="tab:blue", alpha=0.45, label="batch mean reward" if first else None)
+        lines += axes.plot(steps, running_mean(rewards, window), color="tab:orange", linewidth=2, label=f"running mean ({window} batches)" if first else None)
+        if "temperature" in segment[0]:
+            if not first:
+                axes.axvline(steps[0] - 0.5, color="black", linestyle="--", linewidth=1)
+            axes.annotate(f"T = {segment[0]['temperature']:g}", (steps[0], 1.08), fontsize=9)
+    if any("kl" in entry for entry in entries):
+        kl_axes = axes.twinx()
+        kl = [entry.get("kl", float("nan")) for entry in entries]
+        lines += kl_axes.plot([entry["step"] for entry in entries], kl, color="tab:gray", linestyle=":", label="KL to reference")
+        kl_axes.set_ylabel("KL to reference", color="tab:gray")
+    axes.set_ylim(-0.05, 1.15)
+    axes.legend(handles=[line for line in lines if not line.get_label().startswith("_")], loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8)
     axes.set_xlabel("optimizer step")
     axes.set_ylabel("reward")
     axes.grid(alpha=0.3)
-    axes.legend()
     figure.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+def running_mean(values: Sequence[float], window: int) -> list[float]:
+    """Mean of each value and the up to ``window - 1`` values before it: ``[1, 0, 1]``, 2 -> ``[1, 0.5, 0.5]``."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    return [sum(values[max(0, i + 1 - window) : i + 1]) / (i + 1 - max(0, i + 1 - window)) for i in range(len(values))]
 
 
 class MultiConvGRPOTrainer(GRPOTrainer):
@@ -1167,6 +1203,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         metrics["rows"].append(len(rows) - padding)
         metrics["padding_rows"].append(padding)
         metrics["rollout_seconds"].append(seconds)
+        metrics["temperature"].append(self.temperature)  # marks a temperature curriculum on the reward curve
         if self.accelerator.is_main_process:
             logger.info(
                 "rollout batch at step %d: %d rollouts, %d rows (+%d padding), reward %.3f +- %.3f, %.1f s",
