@@ -909,9 +909,9 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
     """Plot the mean reward of each rollout batch against ``step``; ``None`` if nothing was logged.
 
     With one question per batch (``cpu-smoke``) batch means jump between 0 and 1, so a running
-    mean over ``window`` batches (restarting at each temperature change) is drawn over them. KL to the reference goes on a second axis,
-    and each change of the logged rollout ``temperature`` (a resumed run at a new temperature)
-    is marked with a dashed line.
+    mean over ``window`` batches is drawn over them. Each change of the logged rollout
+    ``temperature`` (a run resumed at a new temperature) is marked with a dashed line and
+    restarts the running mean. KL to the reference goes on a second axis.
 
     Example::
 
@@ -941,13 +941,15 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
         if "temperature" in segment[0]:
             if not first:
                 axes.axvline(steps[0] - 0.5, color="black", linestyle="--", linewidth=1)
-            axes.annotate(f"T = {segment[0]['temperature']:g}", (steps[0], 1.08), fontsize=9)
+            axes.annotate(f"T = {segment[0]['temperature']:g}", (steps[0], 0.94), xycoords=("data", "axes fraction"), fontsize=9)
     if any("kl" in entry for entry in entries):
         kl_axes = axes.twinx()
         kl = [entry.get("kl", float("nan")) for entry in entries]
         lines += kl_axes.plot([entry["step"] for entry in entries], kl, color="tab:gray", linestyle=":", label="KL to reference")
         kl_axes.set_ylabel("KL to reference", color="tab:gray")
-    axes.set_ylim(-0.05, 1.15)
+    # Room above the points for the temperature labels; SUMER's reward goes down to -1.
+    low, high = min(entry["reward"] for entry in entries), max(entry["reward"] for entry in entries)
+    axes.set_ylim(min(-0.05, low - 0.05), max(1.15, high + 0.15))
     axes.legend(handles=[line for line in lines if not line.get_label().startswith("_")], loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8)
     axes.set_xlabel("optimizer step")
     axes.set_ylabel("reward")
