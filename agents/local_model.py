@@ -342,11 +342,14 @@ def token_level_result(
     finish_reason: str,
     tool_calls: Sequence[ToolCall] = (),
     invalid_tool_calls: Sequence[InvalidToolCall] = (),
+    completion_logprobs: Sequence[float | None] | None = None,
 ) -> ChatResult:
     """A chat result with token usage and the exact prompt/completion token ids (trainer rows).
 
     ``text`` is the reply's content; parsed ``tool_calls`` / ``invalid_tool_calls`` ride on
     the message, while the token ids stay those of the whole completion.
+    ``completion_logprobs``, when the backend samples elsewhere (vLLM), are the sampling
+    log-probs of the completion tokens.
     """
     usage = {
         "input_tokens": len(prompt_ids),
@@ -359,6 +362,8 @@ def token_level_result(
         "prompt_token_ids": prompt_ids,
         "completion_token_ids": completion_ids,
     }
+    if completion_logprobs is not None:
+        metadata["completion_logprobs"] = list(completion_logprobs)
     message = AIMessage(
         content=text,
         tool_calls=list(tool_calls),

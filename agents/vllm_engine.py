@@ -15,6 +15,12 @@ are recorded for the trainer, as by the other local backends.
 Import-guarded: without vLLM installed, constructing the model raises an error that
 says how to install it.
 
+The trainer (``--use_vllm``) hands it an engine that already runs: TRL's colocated
+``vllm.LLM``, or :class:`VLLMServerEngine` over a ``trl vllm-serve`` server. With
+``logprobs=True`` each reply also carries the sampling log-prob of every completion
+token (``response_metadata["completion_logprobs"]``), which the trainer's
+importance-sampling correction needs.
+
 >>> from langgraph_memagent import load_chat_model
 >>> model = load_chat_model("vllm-engine:Qwen/Qwen2.5-7B-Instruct", temperature=0.7)  # doctest: +SKIP
 >>> model.bind_tools([search_memory]).invoke("When did Ann move?").tool_calls           # doctest: +SKIP
@@ -25,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -95,6 +102,74 @@ class _GenerateWorker:
                 request.future.set_result(output)
 
 
+@dataclass
+class _Logprob:
+    logprob: float
+
+
+@dataclass
+class _CompletionOutput:
+    token_ids: list[int]
+    text: str
+    finish_reason: str
+    logprobs: list[dict[int, _Logprob]] | None
+
+
+@dataclass
+class _RequestOutput:
+    prompt_token_ids: list[int]
+    outputs: list[_CompletionOutput] = field(default_factory=list)
+
+
+class VLLMServerEngine:
+    """A vLLM server seen through the part of ``vllm.LLM`` this module uses (``generate``, ``get_tokenizer``).
+
+    Requests go through TRL's ``VLLMClient.generate`` (``/v1/completions`` with token-id
+    prompts), one request per distinct sampling setting of a batch. The server returns no
+    finish reason, so a completion that filled ``max_tokens`` without an EOS is "length".
+
+    >>> engine = VLLMServerEngine(client, tokenizer)                    # doctest: +SKIP
+    >>> chat = VLLMEngineChatModel(model="Qwen/Qwen2.5-7B-Instruct", engine=engine)  # doctest: +SKIP
+    """
+
+    def __init__(self, client: Any, tokenizer: Any):
+        self.client, self.tokenizer = client, tokenizer
+
+    def get_tokenizer(self) -> Any:
+        return self.tokenizer
+
+    def generate(self, prompts: list[dict[str, Any]], params: list[Any], use_tqdm: bool = False) -> list[_RequestOutput]:
+        settings: dict[tuple, list[int]] = defaultdict(list)
+        for index, param in enumerate(params):
+            settings[(param.max_tokens, param.temperature, param.top_p, tuple(param.stop or ()), param.logprobs)].append(index)
+        outputs: list[_RequestOutput | None] = [None] * len(prompts)
+        for (max_tokens, temperature, top_p, stop, logprobs), indices in settings.items():
+            reply = self.client.generate(
+                prompts=[prompts[index]["prompt_token_ids"] for index in indices],
+                n=1,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=max_tokens,
+                logprobs=logprobs,
+                generation_kwargs={"stop": list(stop)} if stop else None,
+            )
+            for position, index in enumerate(indices):
+                token_ids = list(reply["completion_ids"][position])
+                ended = bool(token_ids) and token_ids[-1] == self.tokenizer.eos_token_id
+                sampled = None
+                if reply.get("logprobs") is not None:
+                    # logprobs=0: one entry per token, the sampled token's own.
+                    sampled = [{token: _Logprob(step[0])} for token, step in zip(token_ids, reply["logprobs"][position])]
+                completion = _CompletionOutput(
+                    token_ids,
+                    self.tokenizer.decode(token_ids, skip_special_tokens=True),
+                    "length" if len(token_ids) >= max_tokens and not ended else "stop",
+                    sampled,
+                )
+                outputs[index] = _RequestOutput(list(prompts[index]["prompt_token_ids"]), [completion])
+        return outputs  # type: ignore[return-value]
+
+
 class VLLMEngineChatModel(BaseChatModel):
     """A ``vllm.LLM`` engine in this process (defaults: MemAgent eval sampling 0.7 / 0.95, arXiv 2507.02259)."""
 
@@ -106,13 +181,14 @@ class VLLMEngineChatModel(BaseChatModel):
     top_p: float = Field(0.95, description="Nucleus sampling mass (MemAgent eval: 0.95).")
     batch_window_ms: float = Field(5.0, description="How long the worker waits for more calls to join a batch.")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra vllm.LLM arguments, e.g. tensor_parallel_size.")
+    engine: Any = Field(None, exclude=True, description="An engine already running (TRL's colocated vllm.LLM, a VLLMServerEngine); None: a new vllm.LLM.")
+    logprobs: bool = Field(False, description="Record the sampling log-prob of each completion token (for the trainer's importance sampling).")
 
     _llm: Any = PrivateAttr(default=None)
     _worker: _GenerateWorker = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
-        vllm = _import_vllm()
-        self._llm = vllm.LLM(model=self.model, **self.engine_kwargs)
+        self._llm = self.engine if self.engine is not None else _import_vllm().LLM(model=self.model, **self.engine_kwargs)
         self._worker = _GenerateWorker(self._llm, self.batch_window_ms / 1000)
 
     @property
@@ -143,6 +219,7 @@ class VLLMEngineChatModel(BaseChatModel):
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
             stop=stop,
+            logprobs=0 if self.logprobs else None,
         )
         turn = prepare_turn(self.tokenizer, messages, kwargs)
         prompt_ids = self.tokenizer(turn.prompt.text, add_special_tokens=False)["input_ids"]
@@ -159,6 +236,9 @@ class VLLMEngineChatModel(BaseChatModel):
             finish_reason=completion.finish_reason,
             tool_calls=reply.tool_calls,
             invalid_tool_calls=reply.invalid_tool_calls,
+            completion_logprobs=(
+                [step[token].logprob for token, step in zip(completion.token_ids, completion.logprobs)] if self.logprobs else None
+            ),
         )
 
     def _generate(

@@ -2,7 +2,9 @@
 
 ``postgres_server()`` runs a fresh PostgreSQL cluster and yields its libpq URL;
 ``openai_compatible_server(model_dir)`` runs ``transformers serve`` on a local
-model directory and yields its OpenAI-compatible base URL. Both pick a free
+model directory and yields its OpenAI-compatible base URL;
+``vllm_completions_server(model, tokenizer)`` answers, in this process, the part of
+vLLM's HTTP API that TRL's ``VLLMClient`` uses. All pick a free
 port, wait until the server really answers, and stop it and delete every
 temporary file when the ``with`` block exits, also on exceptions.
 
@@ -31,6 +33,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
@@ -327,3 +330,88 @@ def openai_compatible_server(
             yield base_url
         finally:
             _stop_process_group(proc)
+
+
+@contextlib.contextmanager
+def vllm_completions_server(model: Any, tokenizer: Any) -> Iterator[tuple[str, list[dict]]]:
+    """Serve a loaded transformers model with the part of vLLM's HTTP API TRL's ``VLLMClient`` uses.
+
+    vLLM needs a GPU, so this in-process server on a free loopback port stands in for
+    ``trl vllm-serve``: ``GET /health``, ``/v1/models``, ``/server_info`` and ``POST /v1/completions``
+    with token-id prompts, ``n``, temperature, top_p, ``max_tokens`` and ``logprobs``
+    (the sampled token's log-prob after temperature, vLLM's ``processed_logprobs``),
+    answering with ``prompt_token_ids`` / ``token_ids`` as vLLM's ``return_token_ids``
+    does. Yields the base URL and the list of completion requests it has answered.
+    """
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import torch
+
+    requests: list[dict] = []
+    lock = threading.Lock()  # one generation at a time
+
+    def complete(prompt_ids: list[int], body: dict) -> dict:
+        temperature = float(body.get("temperature", 1.0))
+        sampling = {"do_sample": True, "temperature": temperature, "top_p": float(body.get("top_p", 1.0)), "top_k": 0}
+        with lock, torch.no_grad():
+            output = model.generate(
+                torch.tensor([prompt_ids]),
+                attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
+                max_new_tokens=int(body.get("max_tokens", 16)),
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+                output_scores=True,
+                return_dict_in_generate=True,
+                **(sampling if temperature > 0 else {"do_sample": False}),
+            )
+            logps = model.compute_transition_scores(output.sequences, output.scores, normalize_logits=True)[0]
+        token_ids = output.sequences[0, len(prompt_ids):].tolist()
+        logprobs = None
+        if body.get("logprobs") is not None:
+            logprobs = {
+                "tokens": [f"token_id:{token}" for token in token_ids],
+                "token_logprobs": logps[: len(token_ids)].tolist(),
+                "top_logprobs": [None] * len(token_ids),
+            }
+        return {"prompt_token_ids": prompt_ids, "token_ids": token_ids, "logprobs": logprobs}
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self, status: int, payload: dict) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            if self.path.rstrip("/") == "/health":
+                self._reply(200, {})
+            elif self.path.startswith("/server_info"):  # vLLM's dev endpoint; TRL checks the logprobs mode
+                self._reply(200, {"vllm_config": {"model_config": {"logprobs_mode": "processed_logprobs"}}})
+            elif self.path == "/v1/models":
+                self._reply(200, {"data": [{"id": "served-policy"}]})
+            else:
+                self._reply(404, {"error": self.path})
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path != "/v1/completions" or not all(isinstance(p, list) for p in body.get("prompt", [None])):
+                self._reply(400, {"error": f"expected token-id prompts on /v1/completions, got {self.path}"})
+                return
+            choices = [complete(prompt, body) for prompt in body["prompt"] for _ in range(int(body.get("n", 1)))]
+            requests.append({**body, "choices": choices})
+            self._reply(200, {"choices": choices})
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+            pass
+
+    server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{server.server_address[1]}", requests
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -92,11 +92,11 @@ def tiny_config(tmp_path, **overrides) -> MultiConvGRPOConfig:
     return MultiConvGRPOConfig(**settings)
 
 
-def make_trainer(tiny_model_dir, dataset, config, **kwargs) -> MultiConvGRPOTrainer:
+def make_trainer(tiny_model_dir, dataset, config, trainer_class=MultiConvGRPOTrainer, **kwargs) -> MultiConvGRPOTrainer:
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    return MultiConvGRPOTrainer(
+    return trainer_class(
         AutoModelForCausalLM.from_pretrained(tiny_model_dir),
         args=config,
         train_dataset=dataset,
@@ -418,6 +418,89 @@ def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir
     with pytest.raises(ValueError, match="checkpoint-1 is at step 1 and max_steps is 1"):
         finished.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
     assert finished.state.global_step == 0
+
+
+class _StandInGeneration:
+    """TRL's ``VLLMGeneration`` without vLLM and its NCCL weight push (no GPU here).
+
+    Server mode: TRL's real ``VLLMClient`` connected to the loopback server, as TRL
+    connects the main process. Colocate mode: the engine is that server behind the
+    ``vllm.LLM`` interface. It counts the weight syncs the trainer asks for.
+    """
+
+    def __init__(self, *, model, processing_class, mode, server_base_url, server_timeout, **_):
+        from trl.generation.vllm_client import VLLMClient
+
+        from langgraph_memagent.agents.vllm_engine import VLLMServerEngine
+
+        self.model, self.syncs = model, 0
+        client = VLLMClient(base_url=server_base_url, connection_timeout=server_timeout)
+        if mode == "server":
+            self.vllm_client = client
+        else:
+            self.llm = VLLMServerEngine(client, processing_class)
+
+    def sync_weights(self):
+        self.syncs += 1
+
+
+@pytest.mark.parametrize("mode", ["server", "colocate"])
+def test_use_vllm_trains_on_vllms_tokens_with_importance_sampling(mode, tiny_model_dir, tiny_dataset, tmp_path, monkeypatch):
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    import trl.generation.vllm_client
+    import trl.trainer.grpo_trainer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from servers import vllm_completions_server
+
+    # vLLM cannot be installed here (GPU only): its SamplingParams is all the client side needs.
+    fake_vllm = ModuleType("vllm")
+    fake_vllm.SamplingParams = lambda **fields: SimpleNamespace(**fields)
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    monkeypatch.setattr(trl.generation.vllm_client, "is_vllm_available", lambda *args, **kwargs: True)
+    monkeypatch.setattr(trl.trainer.grpo_trainer, "VLLMGeneration", _StandInGeneration)
+    batches = []
+
+    class Recording(MultiConvGRPOTrainer):
+        def _batch_from_rollouts(self, rollouts, mode, **kwargs):
+            output = super()._batch_from_rollouts(rollouts, mode, **kwargs)
+            batches.append(([call for rollout in rollouts for call in rollout.calls], output))
+            return output
+
+    scored = iter(range(10_000))
+    served = AutoModelForCausalLM.from_pretrained(tiny_model_dir)  # the policy's weights before any update
+    with vllm_completions_server(served, AutoTokenizer.from_pretrained(tiny_model_dir)) as (url, requests):
+        config = tiny_config(tmp_path, max_steps=2, beta=1e-3, top_p=1.0, use_vllm=True, vllm_mode=mode, vllm_server_base_url=url)
+        trainer = make_trainer(tiny_model_dir, tiny_dataset, config, Recording, reward_fn=lambda output, sample: float(next(scored) % 2))
+        trainer.train()
+
+    assert trainer.state.global_step == 2
+    assert trainer.vllm_generation.syncs == 2  # before each rollout batch, once per optimizer step
+    served_completions = [choice["token_ids"] for request in requests for choice in request["choices"]]
+    assert all(request["logprobs"] == 0 for request in requests)
+    assert len(batches) == 2
+    for calls, output in batches:
+        assert len(calls) == len(served_completions) // 2  # every call of every rollout went to the server
+        assert all(call.completion_ids in served_completions for call in calls)
+        assert all(len(call.sampling_logps) == len(call.completion_ids) for call in calls)
+        assert all(math.isfinite(value) and value <= 0 for call in calls for value in call.sampling_logps)
+        assert output["importance_sampling_ratio"].shape == (output["completion_ids"].size(0), 1)
+    # Before the first update the server holds the policy's weights: its log-probs and the
+    # trainer's agree token by token, so the importance ratio of every real row is 1.
+    first = batches[0][1]
+    real = first["completion_mask"].sum(dim=1) > 0
+    torch.testing.assert_close(first["importance_sampling_ratio"][real], torch.ones(int(real.sum()), 1), atol=1e-3, rtol=0)
+    # After one update the server (never sent the weights here) lags the policy: the ratio sees it.
+    second = batches[1][1]
+    real = second["completion_mask"].sum(dim=1) > 0
+    assert (second["importance_sampling_ratio"][real] - 1).abs().max() > 1e-2
+
+
+def test_colocated_tensor_parallel_vllm_is_refused_with_the_reason(tmp_path):
+    with pytest.raises(ValueError, match="vllm_tensor_parallel_size=2 .* use vllm_mode='server'"):
+        tiny_config(tmp_path, use_vllm=True, vllm_mode="colocate", vllm_tensor_parallel_size=2)
 
 
 def test_reward_curve_marks_a_temperature_change_and_smooths_noisy_batches(tmp_path):

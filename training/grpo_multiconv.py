@@ -59,12 +59,30 @@ sized for 32 processes; scale ``per_device_train_batch_size`` x processes x
         --main_process_ip $MASTER --main_process_port 29500 --use_deepspeed --zero_stage 3 \
         training/grpo_multiconv.py --preset paper-7b --output_dir runs/7b
 
-Generation runs on the policy module itself, batched across all rollouts of the
-step. TRL's vLLM generation (``trl vllm-serve --model <model> --tensor-parallel-size 2``
-with ``--use_vllm --vllm_mode server``, or ``--use_vllm --vllm_mode colocate``) produces
-one completion per prompt from TRL's own sampler and is not wired into the graph's
-calls; this trainer rejects ``--use_vllm`` with that explanation rather than silently
-ignoring it.
+Generation runs on the policy module itself (``LocalChatModel.from_model``), batched
+across all rollouts of the step. On GPUs TRL's vLLM generates instead (``--use_vllm``):
+every call of every rollout goes to vLLM, the weights are pushed to it once per
+optimizer step, and its sampling log-probs feed TRL's importance-sampling correction
+(``vllm_importance_sampling_*``)::
+
+    # server mode, one node: 2 GPUs serve (tensor parallel), 6 train
+    CUDA_VISIBLE_DEVICES=0,1 trl vllm-serve --model Qwen/Qwen2.5-7B-Instruct --tensor_parallel_size 2
+    CUDA_VISIBLE_DEVICES=2,3,4,5,6,7 accelerate launch --num_processes 6 training/grpo_multiconv.py \
+        --preset paper-7b --use_vllm --vllm_mode server --output_dir runs/7b
+    # server mode, several nodes: a node of its own serves, 4 nodes train
+    trl vllm-serve --model Qwen/Qwen2.5-7B-Instruct --tensor_parallel_size 8 --host 0.0.0.0   # on $VLLM_NODE
+    accelerate launch --num_machines 4 --num_processes 32 --machine_rank $RANK \
+        --main_process_ip $MASTER --main_process_port 29500 --use_deepspeed --zero_stage 3 \
+        training/grpo_multiconv.py --preset paper-7b --use_vllm --vllm_mode server \
+        --vllm_server_host $VLLM_NODE --output_dir runs/7b
+    # colocate mode: an engine inside every training process (tensor parallel 1, no sleep mode)
+    accelerate launch --num_processes 8 training/grpo_multiconv.py --preset paper-7b \
+        --use_vllm --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --output_dir runs/7b
+
+Each process sends its own rollouts' calls to the server, so processes never wait on
+each other's number of calls. Colocated tensor parallelism is refused: TRL gathers
+prompts over the tensor-parallel group inside each generate call, which ranks making
+different numbers of calls would deadlock.
 
 Library use::
 
@@ -93,6 +111,7 @@ if __name__ == "__main__" and not __package__:
 import argparse
 import json
 import logging
+import math
 import re
 import sys
 import time
@@ -113,7 +132,7 @@ from trl.trainer.utils import pad, use_adapter
 from ..evals.locomo_scoring import LLMJudge
 from ..evals.scoring import METRICS
 from .rewards import AgeMemReward, AgeMemRewardConfig, AnswerReward, JudgeFreeSumerReward, SubmittedAnswersOnly, SumerReward, gold_answers
-from .rollouts import RewardFn, Rollout, run_rollouts, score_rollouts
+from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
 
 logger = logging.getLogger(__name__)
 
@@ -339,11 +358,14 @@ class MultiConvGRPOConfig(GRPOConfig):
             raise ValueError(f"agemem_distractor_messages must be >= 0, got {self.agemem_distractor_messages!r}")
         if self.rollout_concurrency < 0:
             raise ValueError(f"rollout_concurrency must be >= 0 (0 = all at once), got {self.rollout_concurrency!r}")
-        if self.use_vllm:
+        if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
+            # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
+            # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
+            # mode needs TRL's own generate to wake the engine.
             raise ValueError(
-                "use_vllm=True is not supported by the multi-conversation trainer: TRL's vLLM backend samples one "
-                "completion per dataset prompt, while a MemAgent rollout makes one call per chunk from inside the graph; "
-                "generation runs on the policy module (LocalChatModel.from_model) instead"
+                f"vllm_mode='colocate' with vllm_tensor_parallel_size={self.vllm_tensor_parallel_size} and "
+                f"vllm_enable_sleep_mode={self.vllm_enable_sleep_mode} is not supported: rollouts need tensor parallel "
+                "size 1 and no sleep mode when colocated; use vllm_mode='server' for a model that needs several GPUs"
             )
         super().__post_init__()
 
@@ -424,6 +446,43 @@ PRESETS: dict[str, dict[str, Any]] = {
 # --------------------------------------------------------------------------------------
 # Advantages and rows (pure functions: what the tests check against hand computations)
 # --------------------------------------------------------------------------------------
+def vllm_importance_ratio(
+    old_logps: torch.Tensor,
+    sampling_logps: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    mode: str = "sequence_mask",
+    clip_min: float | None = None,
+    clip_max: float | None = 3.0,
+) -> torch.Tensor:
+    """TRL's vLLM importance-sampling correction (TRL 1.16) for rows whose tokens vLLM sampled.
+
+    The ratio pi_old / pi_vllm per token (``token_*`` modes, shape ``(rows, tokens)``) or
+    per row (``sequence_*``: the product over the row's tokens, shape ``(rows, 1)``);
+    ``*_truncate`` clamps it to ``[clip_min, clip_max]``, ``*_mask`` sets it to 0 outside.
+    A token without a sampling log-prob (NaN) counts as ratio 1. Defaults are TRL's.
+
+    >>> old = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.1]]))
+    >>> vllm = torch.log(torch.tensor([[0.25, 0.5], [0.1, float("nan")]]))
+    >>> mask = torch.tensor([[1, 1], [1, 0]])
+    >>> vllm_importance_ratio(old, vllm, mask).squeeze(1).tolist()   # 2.0 kept, 9.0 > 3 masked
+    [2.0, 0.0]
+    >>> vllm_importance_ratio(old, vllm, mask, mode="token_truncate").tolist()
+    [[2.0, 1.0], [3.0, 1.0]]
+    """
+    if mode not in ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"):
+        raise ValueError(f"unknown vllm_importance_sampling_mode {mode!r}; expected token_/sequence_ + truncate/mask")
+    difference = torch.nan_to_num((old_logps - sampling_logps) * mask, nan=0.0)
+    if mode.startswith("sequence"):
+        difference = difference.sum(dim=-1, keepdim=True)
+    ratio = torch.exp(difference)
+    if mode.endswith("truncate"):
+        return torch.clamp(ratio, min=clip_min, max=clip_max)
+    low = -math.inf if clip_min is None else clip_min
+    high = math.inf if clip_max is None else clip_max
+    return ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
+
+
 def group_advantages(rewards: torch.Tensor, group_ids: torch.Tensor, *, scale: str = "none") -> torch.Tensor:
     """Per-rollout advantage ``R_i - mean(R of its group)``, groups given by rollout-group id.
 
@@ -477,6 +536,7 @@ class RowBatch:
     advantages: list[float]
     token_weights: list[float]  # loss weight of each token of the row (1.0 for the token mean)
     rollout_index: list[int]  # which rollout a row came from; -1 for padding rows
+    sampling_logps: list[list[float | None] | None] = field(default_factory=list)  # vLLM's, per completion token
 
     def __len__(self) -> int:
         return len(self.prompt_ids)
@@ -520,6 +580,7 @@ def rollout_rows(
             rows.advantages.append(float(advantage))
             rows.token_weights.append(weight)
             rows.rollout_index.append(index)
+            rows.sampling_logps.append(call.sampling_logps)
     return rows
 
 
@@ -544,6 +605,7 @@ def pad_rows(rows: RowBatch, multiple: int, pad_token_id: int) -> int:
         rows.advantages.append(0.0)
         rows.token_weights.append(0.0)
         rows.rollout_index.append(-1)
+        rows.sampling_logps.append(None)
     return missing
 
 
@@ -560,7 +622,7 @@ def rows_to_tensors(rows: RowBatch, pad_token_id: int, device: torch.device | st
     completions = [torch.tensor(ids or [pad_token_id], dtype=torch.long) for ids in rows.completion_ids]
     completion_mask = [torch.full((max(len(ids), 1),), int(bool(ids)), dtype=torch.long) for ids in rows.completion_ids]
     weights = [torch.full((len(c),), w, dtype=torch.float32) for c, w in zip(completions, rows.token_weights)]
-    return {
+    tensors = {
         "prompt_ids": pad(prompts, padding_value=pad_token_id, padding_side="left").to(device),
         "prompt_mask": pad([torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left").to(device),
         "completion_ids": pad(completions, padding_value=pad_token_id, padding_side="right").to(device),
@@ -568,6 +630,14 @@ def rows_to_tensors(rows: RowBatch, pad_token_id: int, device: torch.device | st
         "token_weights": pad(weights, padding_value=0.0, padding_side="right").to(device),
         "advantages": torch.tensor(rows.advantages, dtype=torch.float32, device=device),
     }
+    if any(logps is not None for logps in rows.sampling_logps):
+        # NaN where no sampling log-prob exists (padding, masked calls): TRL's correction reads it as ratio 1.
+        sampling = []
+        for logps, ids in zip(rows.sampling_logps, rows.completion_ids):
+            values = [math.nan if value is None else value for value in (logps or [])][: len(ids)]
+            sampling.append(torch.tensor(values + [math.nan] * (max(len(ids), 1) - len(values)), dtype=torch.float32))
+        tensors["sampling_logps"] = pad(sampling, padding_value=math.nan, padding_side="right").to(device)
+    return tensors
 
 
 # --------------------------------------------------------------------------------------
@@ -796,6 +866,37 @@ def policy_chat_model(trainer: "MultiConvGRPOTrainer") -> Any:
     )
 
 
+def vllm_chat_model(trainer: "MultiConvGRPOTrainer") -> Any:
+    """A chat model generating with TRL's vLLM (``--use_vllm``): its colocated engine, or the server.
+
+    In server mode every process sends its own rollouts' calls over HTTP (the main
+    process through TRL's client, which also pushes the weights; the others through a
+    client of their own), so no process waits on another's number of calls. Each reply
+    carries vLLM's sampling log-probs for the importance-sampling correction.
+    """
+    from ..agents.vllm_engine import VLLMEngineChatModel, VLLMServerEngine
+
+    args, generation = trainer.args, trainer.vllm_generation
+    if args.vllm_mode == "colocate":
+        engine = generation.llm
+    else:
+        client = getattr(generation, "vllm_client", None)
+        if client is None:  # TRL connects the main process only
+            from trl.generation.vllm_client import VLLMClient
+
+            base_url = args.vllm_server_base_url or f"http://{args.vllm_server_host}:{args.vllm_server_port}"
+            client = VLLMClient(base_url=base_url, connection_timeout=args.vllm_server_timeout)
+        engine = VLLMServerEngine(client, trainer._tokenizer)
+    return VLLMEngineChatModel(
+        model=str(args.model_name_or_path),  # a label: the engine is already loaded
+        engine=engine,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_completion_length,
+        logprobs=True,
+    )
+
+
 def _needle_values(document: str) -> list[str]:
     """Values of every RULER needle sentence in a document, in order of appearance."""
     from ..evals.ruler import NEEDLE
@@ -986,8 +1087,9 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             ``GRAPH_INPUTS[args.graph]`` (question + document, plus ``turns`` for the
             baselines).
         rollout_model: ``rollout_model(trainer) -> chat model``; default
-            :func:`policy_chat_model` (generation on the current policy). Anything else
-            must generate with the current weights or the ratio is off-policy.
+            :func:`policy_chat_model` (generation on the current policy), or
+            :func:`vllm_chat_model` with ``use_vllm``. Anything else must generate with
+            the current weights or the ratio is off-policy.
         peft_config, processing_class, callbacks, eval_dataset: as TRL's ``GRPOTrainer``.
     """
 
@@ -1002,7 +1104,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         reward_fn: RewardFn | None = None,
         graph_builder: GraphBuilder | None = None,
         graph_input: GraphInput | None = None,
-        rollout_model: Callable[["MultiConvGRPOTrainer"], Any] = policy_chat_model,
+        rollout_model: Callable[["MultiConvGRPOTrainer"], Any] | None = None,
         processing_class: Any = None,
         peft_config: Any = None,
         eval_dataset: Any = None,
@@ -1019,7 +1121,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         self.rollout_reward = reward_fn or default_reward(args)
         self.graph_builder = graph_builder or GRAPH_BUILDERS[args.graph]
         self.graph_input = graph_input or GRAPH_INPUTS.get(args.graph, memagent_graph_input)
-        self.rollout_model = rollout_model
+        self.rollout_model = rollout_model or (vllm_chat_model if args.use_vllm else policy_chat_model)
         self._rollout_graph: Any = None
         callbacks = list(callbacks or [])
         if args.reward_curve:
@@ -1062,6 +1164,13 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         return self._rollout_graph
 
     def _run_rollouts(self, inputs: list[dict[str, Any]], group_ids: list[int], first_rollout_id: int) -> list[Rollout]:
+        graph_inputs = [self.graph_input(sample) for sample in inputs]
+        concurrency = self.args.rollout_concurrency or None
+        if self.use_vllm:
+            if self.state.global_step != self._last_loaded_step:  # push the weights once per optimizer step
+                self.vllm_generation.sync_weights()
+                self._last_loaded_step = self.state.global_step
+            return run_rollouts(self._graph(), graph_inputs, group_ids, max_concurrency=concurrency, first_rollout_id=first_rollout_id)
         unwrapped_context = unwrap_model_for_generation(
             self.model_wrapped,
             self.accelerator,
@@ -1069,13 +1178,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
         )
         with unwrapped_context as unwrapped, torch.no_grad(), _eval_mode(unwrapped):
-            return run_rollouts(
-                self._graph(),
-                [self.graph_input(sample) for sample in inputs],
-                group_ids,
-                max_concurrency=self.args.rollout_concurrency or None,
-                first_rollout_id=first_rollout_id,
-            )
+            return run_rollouts(self._graph(), graph_inputs, group_ids, max_concurrency=concurrency, first_rollout_id=first_rollout_id)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
         mode = "train" if self.model.training else "eval"
@@ -1145,6 +1248,21 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             output["tool_mask"] = batch["token_weights"]
         if old_per_token_logps is not None:
             output["old_per_token_logps"] = old_per_token_logps
+        if self._corrects_vllm_sampling:
+            if "sampling_logps" not in batch:
+                raise MissingTokenIdsError(
+                    "vllm_importance_sampling_correction needs each call's sampling log-probs "
+                    "(response_metadata['completion_logprobs']); the rollout model reported none"
+                )
+            output["sampling_per_token_logps"] = batch["sampling_logps"]
+            output["importance_sampling_ratio"] = vllm_importance_ratio(
+                old_per_token_logps,
+                batch["sampling_logps"],
+                completion_mask,
+                mode=self.vllm_importance_sampling_mode,
+                clip_min=self.vllm_importance_sampling_clip_min,
+                clip_max=self.vllm_importance_sampling_clip_max,
+            )
         if ref_per_token_logps is not None:
             output["ref_per_token_logps"] = ref_per_token_logps
         return output
@@ -1158,7 +1276,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         old, ref = None, None
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
             generate_every = self.args.steps_per_generation * self.num_iterations
-            if self.args.gradient_accumulation_steps % generate_every != 0:
+            if self.args.gradient_accumulation_steps % generate_every != 0 or self._corrects_vllm_sampling:
                 old, _, _ = self._get_per_token_logps_and_entropies(
                     self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
                 )
@@ -1175,6 +1293,11 @@ class MultiConvGRPOTrainer(GRPOTrainer):
                             self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
                         )
         return old, ref
+
+    @property
+    def _corrects_vllm_sampling(self) -> bool:
+        """Whether vLLM sampled the rollouts and TRL's importance-sampling correction applies to them."""
+        return self.use_vllm and self.vllm_importance_sampling_correction
 
     def _log_rollouts(
         self,

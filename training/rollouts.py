@@ -40,6 +40,7 @@ class LLMCall:
     completion_ids: list[int]
     text: str
     finish_reason: str | None = None  # "stop" (EOS) or "length" (hit max_tokens), as the backend reports
+    sampling_logps: list[float | None] | None = None  # per completion token, when another engine sampled it (vLLM)
 
 
 @dataclass
@@ -92,7 +93,13 @@ class CallRecorder(BaseCallbackHandler):
                     )
                 with self._lock:
                     self.calls.append(
-                        LLMCall(list(prompt_ids), list(completion_ids), generation.text, metadata.get("finish_reason"))
+                        LLMCall(
+                            list(prompt_ids),
+                            list(completion_ids),
+                            generation.text,
+                            metadata.get("finish_reason"),
+                            metadata.get("completion_logprobs"),
+                        )
                     )
 
 
