@@ -13,7 +13,8 @@ lengths or records from files users bring -- and write, under the output directo
 * ``summary.md``, ``accuracy.csv``, ``cost.csv``: accuracy per graph x length (rows:
   graphs, columns: lengths, as in the MemAgent paper's table) and mean cost per sample
   (LLM calls, prompt and completion tokens, wall time, estimated FLOPs).
-* ``<task>_accuracy.png``, ``<task>_cost.png``: accuracy and cost against length.
+* ``<task>_accuracy.png``, ``<task>_cost.png``: accuracy and cost against length;
+  for LoCoMo ``<file>_scores.png``: F1 (or J) by question category and prompt tokens per question.
 
 FLOPs are estimated per call from the recorded token counts: attention cost grows with
 each call's sequence length squared, so sums of tokens would not do.
@@ -936,7 +937,7 @@ def _number(value: float | None, style: str) -> str:
 def markdown_tables(cells: Sequence[Cell], *, model: str = "") -> str:
     """The accuracy table (graphs x lengths) and the cost table, per task, in markdown."""
     parts = []
-    for task in dict.fromkeys(c.task for c in cells):
+    for task in dict.fromkeys(c.task for c in cells if c.task != "locomo"):
         task_cells = [c for c in cells if c.task == task]
         lengths = _lengths(task_cells)
         title = f"### {task}" + (f" ({model})" if model else "")
@@ -987,18 +988,29 @@ def _tool_calls(details: dict[str, Any]) -> float | None:
     return float(sum(calls.values())) if isinstance(calls, dict) else calls
 
 
-def locomo_tables(records: Sequence[dict[str, Any]]) -> str:
-    """Per-category LoCoMo scores (F1, BLEU-1, J) per graph and data file, with mean turns and tool calls."""
-    from .locomo_scoring import locomo_markdown_table, summarize_locomo
-
+def _locomo_groups(records: Sequence[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """LoCoMo records by (graph, data file)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in records:
         if record.get("task") == "locomo":
             groups.setdefault((record["graph"], record["length"]), []).append(record)
+    return groups
+
+
+def _locomo_summary(group: Sequence[dict[str, Any]]) -> Any:
+    from .locomo_scoring import summarize_locomo
+
+    judged = any(r["locomo"]["judge"] is not None for r in group)
+    return summarize_locomo([_locomo_row(r, judged) for r in group])
+
+
+def locomo_tables(records: Sequence[dict[str, Any]]) -> str:
+    """Per-category LoCoMo scores (F1, BLEU-1, J) per graph and data file, with mean turns and tool calls."""
+    from .locomo_scoring import locomo_markdown_table
+
     parts = []
-    for (graph, length), group in groups.items():
-        judged = any(r["locomo"]["judge"] is not None for r in group)
-        summary = summarize_locomo([_locomo_row(r, judged) for r in group])
+    for (graph, length), group in _locomo_groups(records).items():
+        summary = _locomo_summary(group)
         turns = _mean([r["details"].get("turns_used", r["llm_calls"]) for r in group if not r.get("error")])
         tools = _mean([_tool_calls(r["details"]) for r in group if not r.get("error")])
         parts.append(
@@ -1019,7 +1031,7 @@ def _locomo_row(record: dict[str, Any], judged: bool) -> dict[str, Any]:
 
 def write_report(out: str | Path, *, flops_model: Any = None, context_window: int | None = None) -> ComparisonResult:
     """Tables and plots from ``<out>/results.jsonl`` (also usable on its own, e.g. after copying results)."""
-    from .plots import plot_accuracy, plot_cost
+    from .plots import plot_accuracy, plot_cost, plot_locomo
 
     out = Path(out)
     results_path = out / RESULTS_FILE
@@ -1032,11 +1044,18 @@ def write_report(out: str | Path, *, flops_model: Any = None, context_window: in
     files = [out / "summary.md", out / "accuracy.csv", out / "cost.csv"]
     for path, text in zip(files, (markdown, accuracy_csv(cells), cost_csv(cells))):
         _write_atomic(path, text)
-    for task in dict.fromkeys(c.task for c in cells):
+    for task in dict.fromkeys(c.task for c in cells if c.task != "locomo"):
         task_cells = [c for c in cells if c.task == task]
         title = f"{task} · {model}"
         files.append(plot_accuracy(task_cells, out / f"{task}_accuracy.png", title=title, context_window=context_window))
         files.append(plot_cost(task_cells, out / f"{task}_cost.png", title=title, context_window=context_window))
+    # One length per LoCoMo conversation: per-category bars instead of lines against length.
+    locomo_groups = _locomo_groups(records)
+    for length in dict.fromkeys(length for _, length in locomo_groups):
+        groups = {graph: group for (graph, other), group in locomo_groups.items() if other == length}
+        summaries = {graph: _locomo_summary(group) for graph, group in groups.items()}
+        prompt_tokens = {graph: _mean([r["prompt_tokens"] for r in group if not r.get("error")]) or 0.0 for graph, group in groups.items()}
+        files.append(plot_locomo(summaries, prompt_tokens, out / f"{length}_scores.png", title=f"LoCoMo {length} · {model}"))
     return ComparisonResult(out=out, results=results_path, cells=cells, markdown=markdown, files=files)
 
 

@@ -1,4 +1,4 @@
-"""Accuracy-vs-length and cost-vs-length plots of a comparison (matplotlib, Agg, PNG).
+"""Accuracy-vs-length and cost-vs-length plots of a comparison, and LoCoMo's per-category bars (matplotlib, PNG).
 
 One line per graph with markers, a log2 length axis labelled 4K, 8K, ... and a dashed
 vertical line at the model's context window when it is known: the picture of the
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
     from .harness import Cell
+    from .locomo_scoring import LoCoMoSummary
 
 _MARKERS = "osD^vP*X"
 
@@ -117,6 +118,51 @@ def plot_cost(cells: Sequence["Cell"], path: str | Path, *, title: str, context_
     handles, labels = max((axes.get_legend_handles_labels() for axes in panels), key=lambda pair: len(pair[0]))
     figure.legend(handles, labels, loc="outside right center", frameon=False)
     figure.suptitle(f"{title}: cost per sample", fontsize=11)
+    path = Path(path)
+    figure.savefig(path)
+    return path
+
+
+def plot_locomo(
+    summaries: dict[str, "LoCoMoSummary"], prompt_tokens: dict[str, float], path: str | Path, *, title: str
+) -> Path:
+    """LoCoMo per graph: scores by question category (left) and prompt tokens per question (right).
+
+    LoCoMo has one length per conversation, so accuracy-vs-length lines would be single
+    points; grouped bars show what the per-category tables say. The score is the LLM
+    judge's J when any question was judged, else token F1 (both in percent).
+    """
+    judged = any(summary.overall.judge is not None for summary in summaries.values())
+    metric = "J" if judged else "F1"
+    names: dict[str, None] = {}
+    for summary in summaries.values():
+        names.update(dict.fromkeys(scores.name for scores in summary.categories))
+    groups = [*names, "overall"]
+    figure = Figure(figsize=(12, 4.5), dpi=120, layout="constrained")
+    scores_axes, cost_axes = figure.subplots(1, 2, width_ratios=(2.2, 1))
+    width = 0.8 / max(len(summaries), 1)
+    for number, (graph, summary) in enumerate(summaries.items()):
+        by_name = {scores.name: scores for scores in summary.categories} | {"overall": summary.overall}
+        values = [100 * ((by_name[g].judge or 0.0) if judged else by_name[g].f1) if g in by_name else 0.0 for g in groups]
+        offsets = [index - 0.4 + width * (number + 0.5) for index in range(len(groups))]
+        scores_axes.bar(offsets, values, width, label=graph, color=f"C{number}", zorder=3)
+    counts = {g: next((s.count for summary in summaries.values() for s in summary.categories if s.name == g), 0) for g in names}
+    counts["overall"] = max((summary.overall.count for summary in summaries.values()), default=0)
+    scores_axes.set_xticks(range(len(groups)), [f"{g}\n(n = {counts[g]})" for g in groups])
+    scores_axes.set_ylabel(f"{metric} (%)")
+    scores_axes.set_ylim(0, max(5.0, 1.15 * max((p.get_height() for p in scores_axes.patches), default=0)))
+    scores_axes.grid(True, axis="y", alpha=0.3)
+    scores_axes.legend(loc="upper right", frameon=False)
+    scores_axes.set_title(f"{metric} by question category", fontsize=10)
+    graphs = list(summaries)
+    cost_axes.barh(range(len(graphs)), [prompt_tokens.get(g, 0.0) for g in graphs], color=[f"C{n}" for n in range(len(graphs))], zorder=3)
+    cost_axes.set_yticks(range(len(graphs)), graphs)
+    cost_axes.invert_yaxis()
+    cost_axes.set_xscale("log")
+    cost_axes.xaxis.set_major_formatter(EngFormatter(sep=""))
+    cost_axes.grid(True, axis="x", alpha=0.3)
+    cost_axes.set_title("prompt tokens per question", fontsize=10)
+    figure.suptitle(title, fontsize=11)
     path = Path(path)
     figure.savefig(path)
     return path
