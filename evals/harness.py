@@ -937,7 +937,7 @@ def _number(value: float | None, style: str) -> str:
 def markdown_tables(cells: Sequence[Cell], *, model: str = "") -> str:
     """The accuracy table (graphs x lengths) and the cost table, per task, in markdown."""
     parts = []
-    for task in dict.fromkeys(c.task for c in cells if c.task != "locomo"):
+    for task in dict.fromkeys(c.task for c in cells):
         task_cells = [c for c in cells if c.task == task]
         lengths = _lengths(task_cells)
         title = f"### {task}" + (f" ({model})" if model else "")

@@ -494,6 +494,7 @@ def test_locomo_through_the_harness_scores_per_category(tmp_path):
     summary = (result.out / "summary.md").read_text()
     assert f"### LoCoMo by category: {name} on locomo_conv30" in summary
     assert "| overall | 6 |" in summary and "2.0 turns" in summary
+    assert "Mean cost per sample" in summary  # LoCoMo keeps the cost table of every task
     # One length per conversation: per-category bars, not accuracy-vs-length lines.
     assert sorted(path.name for path in result.out.glob("*.png")) == ["locomo_conv30_scores.png"]
     assert _png_size(result.out / "locomo_conv30_scores.png")[0] > 1000
