@@ -134,20 +134,21 @@ def plot_locomo(
     """
     judged = any(summary.overall.judge is not None for summary in summaries.values())
     metric = "J" if judged else "F1"
-    names: dict[str, None] = {}
+    # Each group's question count, categories in order of first appearance, overall last.
+    counts: dict[str, int] = {}
     for summary in summaries.values():
-        names.update(dict.fromkeys(scores.name for scores in summary.categories))
-    groups = [*names, "overall"]
+        for scores in summary.categories:
+            counts[scores.name] = max(counts.get(scores.name, 0), scores.count)
+    counts["overall"] = max((summary.overall.count for summary in summaries.values()), default=0)
+    groups = list(counts)
     figure = Figure(figsize=(12, 4.5), dpi=120, layout="constrained")
     scores_axes, cost_axes = figure.subplots(1, 2, width_ratios=(2.2, 1))
     width = 0.8 / max(len(summaries), 1)
     for number, (graph, summary) in enumerate(summaries.items()):
-        by_name = {scores.name: scores for scores in summary.categories} | {"overall": summary.overall}
-        values = [100 * ((by_name[g].judge or 0.0) if judged else by_name[g].f1) if g in by_name else 0.0 for g in groups]
+        by_name = {scores.name: scores for scores in [*summary.categories, summary.overall]}
+        values = [0.0 if g not in by_name else 100 * ((by_name[g].judge or 0.0) if judged else by_name[g].f1) for g in groups]
         offsets = [index - 0.4 + width * (number + 0.5) for index in range(len(groups))]
         scores_axes.bar(offsets, values, width, label=graph, color=f"C{number}", zorder=3)
-    counts = {g: next((s.count for summary in summaries.values() for s in summary.categories if s.name == g), 0) for g in names}
-    counts["overall"] = max((summary.overall.count for summary in summaries.values()), default=0)
     scores_axes.set_xticks(range(len(groups)), [f"{g}\n(n = {counts[g]})" for g in groups])
     scores_axes.set_ylabel(f"{metric} (%)")
     scores_axes.set_ylim(0, max(5.0, 1.15 * max((p.get_height() for p in scores_axes.patches), default=0)))
