@@ -13,7 +13,8 @@
 
 Accuracy is the training reward (the preset's lenient verifier: the gold number in the
 final reply, no distractor number). The issue's bar: sampled accuracy +20 points
-absolute, greedy not lower. Results: ``benchmarks/results/bench_learning.json``, the reward
+absolute, greedy not lower. Each change is reported with its standard error, paired by
+held-out question (``paired_gain``). Results: ``benchmarks/results/bench_learning.json``, the reward
 curve with the temperature curriculum marked in ``benchmarks/figures/learning_reward_curve.png``, the
 trainer's log and ``reward_curve.png`` under ``--output-dir``. Interrupted runs resume:
 the "before" evaluation is kept in ``<output-dir>/before.json`` and training continues
@@ -38,8 +39,10 @@ FIGURE = Path(__file__).resolve().parent / "figures" / "learning_reward_curve.pn
 # Config fields the held-out evaluation depends on, and those that only shape training.
 CONFIG_KEYS = ("task", "target_tokens", "num_keys", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature")
 TRAINING_KEYS = (
-    "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps"
+    "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
+    "dynamic_sampling_rounds",
 )
+DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 
 
 def with_phase_temperatures(log: list[dict], phases: list[dict]) -> list[dict]:
@@ -187,8 +190,11 @@ def main(argv: list[str] | None = None) -> int:
 
     log = with_phase_temperatures([entry for entry in log_history if "reward" in entry], phases)
     plot_reward_curve(log, FIGURE)
-    gain = after["sampled"]["accuracy"] - before["sampled"]["accuracy"]
-    greedy_change = after["greedy"]["accuracy"] - before["greedy"]["accuracy"]
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
+
+    # Each decoding's change, paired by question, with its standard error in points.
+    changes = {name: paired_gain(PolicyEvaluation.from_dict(before[name]), PolicyEvaluation.from_dict(after[name])) for name in after}
+    gain, greedy_change = changes["sampled"][0], changes["greedy"][0]
     result = {
         "settings": {**vars(args), **settings},
         "training": {key: getattr(config, key) for key in TRAINING_KEYS},
@@ -197,19 +203,19 @@ def main(argv: list[str] | None = None) -> int:
         "after": after,
         "sampled_gain_points": gain,
         "greedy_change_points": greedy_change,
+        **({"training_temperature_gain_points": changes["training_temperature"][0]} if "training_temperature" in changes else {}),
+        "change_standard_errors_points": {name: error for name, (_, error) in changes.items()},
         "goal_met": gain >= 20 and greedy_change >= 0,
-        **({"training_temperature_gain_points": after["training_temperature"]["accuracy"] - before["training_temperature"]["accuracy"]}
-           if "training_temperature" in after else {}),
-        "reward_log": [{key: entry.get(key) for key in ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std")} for entry in log],
+        "reward_log": [{key: entry.get(key) for key in ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)} for entry in log],
         "train_seconds": sum(phase["train_seconds"] or 0 for phase in phases),
         "other_cpu_cores": load.cores(),
         "peak_rss_gb": _peak_rss_gb(),
     }
     write_result(NAME, result)
-    print(f"{NAME}: sampled {before['sampled']['accuracy']:.1f}% -> {after['sampled']['accuracy']:.1f}% ({gain:+.1f}), "
-          f"greedy {before['greedy']['accuracy']:.1f}% -> {after['greedy']['accuracy']:.1f}% ({greedy_change:+.1f}), "
-          + (f"at the training temperature {result['training_temperature_gain_points']:+.1f}; " if "training_temperature" in after else "; ")
-          + f"goal {'met' if result['goal_met'] else 'not met'}; other load {load.cores():.2f} cores")
+    shown = ", ".join(
+        f"{name} {before[name]['accuracy']:.1f}% -> {after[name]['accuracy']:.1f}% ({change:+.1f} ± {error:.1f})" for name, (change, error) in changes.items()
+    )
+    print(f"{NAME}: {shown}; goal {'met' if result['goal_met'] else 'not met'}; other load {load.cores():.2f} cores")
     return 0
 
 

@@ -385,6 +385,45 @@ def test_rollout_groups_in_the_trainer_follow_the_sampler(tiny_model_dir, tiny_d
     assert batch["advantages"][~real].abs().sum() == 0
 
 
+def test_dynamic_sampling_replaces_groups_without_reward_spread(tiny_model_dir, tiny_dataset, tmp_path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    flat_question = tiny_dataset[0]["question"]
+    scored: list[str] = []
+
+    def reward(output, sample):  # question 0 always scores 0; any other alternates 1, 0 within its group
+        scored.append(sample["question"])
+        return 0.0 if sample["question"] == flat_question else float(scored.count(sample["question"]) % 2)
+
+    def batch_for(rounds):
+        trainer = make_trainer(
+            tiny_model_dir,
+            tiny_dataset,
+            tiny_config(tmp_path, steps_per_generation=1, beta=0.0, dynamic_sampling_rounds=rounds),
+            reward_fn=reward,
+            rollout_model=TokenReportingModel(tokenizer, ["unused"]),
+        )
+        trainer.model.train()
+        scored.clear()
+        return trainer, trainer._generate_and_score_completions([tiny_dataset[0]] * 2 + [tiny_dataset[1]] * 2)
+
+    trainer, batch = batch_for(0)
+    assert trainer._metrics["train"]["frac_reward_zero_std"][-1] == 0.5  # off: the flat group stays, advantage 0
+    assert "dynamic_sampling/replaced_groups" not in trainer._metrics["train"]
+
+    trainer, batch = batch_for(3)
+    metrics = trainer._metrics["train"]
+    assert metrics["dynamic_sampling/first_draw_reward"][-1] == pytest.approx(0.25)  # what the policy scored
+    assert metrics["dynamic_sampling/replaced_groups"][-1] == scored.count(flat_question) / 2 >= 1
+    assert len(scored) == 4 + 2 * metrics["dynamic_sampling/replaced_groups"][-1]
+    assert metrics["frac_reward_zero_std"][-1] == 0.0 and metrics["reward"][-1] == pytest.approx(0.5)
+    real = batch["completion_mask"].sum(dim=1) > 0
+    assert batch["advantages"][real].abs().tolist() == [0.5] * int(real.sum())  # every row now carries signal
+    with pytest.raises(ValueError, match="dynamic_sampling_rounds must be >= 0 .* got -1"):
+        tiny_config(tmp_path, dynamic_sampling_rounds=-1)
+
+
 def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir, tiny_dataset, tmp_path):
     # The tiny random model never answers. Rollouts are scored in order, so alternating
     # rewards give every group of 2 one winner: a learning signal that sampling cannot erase.
@@ -546,3 +585,19 @@ def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_mod
     assert default.rewards == [0.0] * 4  # the random tiny model never names the needle (lenient reward)
     with pytest.raises(ValueError, match="rollouts_per_question must be >= 1, got 0"):
         evaluate_policy(model, tokenizer, records, config, temperature=0.0, rollouts_per_question=0)
+
+
+def test_paired_gain_pairs_by_question_and_refuses_other_question_sets():
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
+
+    before = PolicyEvaluation(1.0, 2, [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0], 1.0)
+    after = PolicyEvaluation(1.0, 2, [1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0], 1.0)
+    gain, error = paired_gain(before, after)
+    # Per-question changes 0.5, 0, 1, 0.5: mean 0.5, sample sd 0.408, / sqrt(4).
+    assert gain == pytest.approx(50.0) and error == pytest.approx(100 * 0.408248 / 2, abs=1e-3)
+    assert after.standard_error == pytest.approx(100 * 0.288675 / 2, abs=1e-3)  # question means 0.5, 1, 1, 0.5
+    assert PolicyEvaluation.from_dict(after.to_dict()) == after
+    with pytest.raises(ValueError, match="before has 4 questions, after 2"):
+        paired_gain(before, PolicyEvaluation(1.0, 4, after.rewards, 1.0))
+    with pytest.raises(ValueError, match="7 rewards do not split into questions of 2 rollouts"):
+        PolicyEvaluation(1.0, 2, after.rewards[:7], 1.0).standard_error

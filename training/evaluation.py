@@ -6,12 +6,18 @@ in training (``config``), batched like the trainer's rollouts. Sampled accuracy
 accuracy (temperature 0) shows whether the policy's best guess got better or worse.
 
 >>> from langgraph_memagent.training.evaluation import PolicyEvaluation
->>> PolicyEvaluation(temperature=1.0, rollouts_per_question=2, rewards=[1.0, 0.0, 1.0, 1.0], seconds=3.0).accuracy
-75.0
+>>> evaluation = PolicyEvaluation(temperature=1.0, rollouts_per_question=2, rewards=[1.0, 0.0, 1.0, 1.0], seconds=3.0)
+>>> evaluation.accuracy, evaluation.standard_error
+(75.0, 25.0)
+
+Standard errors treat the question, not the rollout, as the unit: rollouts of one
+question are correlated, so counting them as independent would overstate the precision.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -41,9 +47,53 @@ class PolicyEvaluation:
         """Mean reward in percent."""
         return 100.0 * sum(self.rewards) / len(self.rewards) if self.rewards else 0.0
 
+    @property
+    def standard_error(self) -> float:
+        """Standard error of ``accuracy`` in points, over the per-question mean rewards."""
+        return 100.0 * _standard_error(question_means(self.rewards, self.rollouts_per_question))
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> PolicyEvaluation:
+        """The evaluation :meth:`to_dict` wrote (its derived fields are recomputed, not read)."""
+        return cls(fields["temperature"], fields["rollouts_per_question"], fields["rewards"], fields["seconds"])
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, with ``accuracy``."""
-        return {**asdict(self), "accuracy": self.accuracy}
+        return {**asdict(self), "accuracy": self.accuracy, "standard_error": self.standard_error}
+
+
+def question_means(rewards: Sequence[float], rollouts_per_question: int) -> list[float]:
+    """Mean reward of each question, from question-major ``rewards``.
+
+    >>> question_means([1.0, 0.0, 1.0, 1.0], 2)
+    [0.5, 1.0]
+    """
+    if rollouts_per_question < 1 or len(rewards) % rollouts_per_question:
+        raise ValueError(f"{len(rewards)} rewards do not split into questions of {rollouts_per_question} rollouts")
+    return [statistics.fmean(rewards[i : i + rollouts_per_question]) for i in range(0, len(rewards), rollouts_per_question)]
+
+
+def paired_gain(before: PolicyEvaluation, after: PolicyEvaluation) -> tuple[float, float]:
+    """Accuracy gain from ``before`` to ``after`` on the same questions, and its paired standard error (points).
+
+    Pairing by question removes the spread between easy and hard questions from the error.
+
+    >>> before = PolicyEvaluation(1.0, 2, [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], 1.0)
+    >>> after = PolicyEvaluation(1.0, 2, [1.0, 0.0, 1.0, 1.0, 0.0, 1.0], 1.0)
+    >>> gain, error = paired_gain(before, after)
+    >>> round(gain, 1), round(error, 1)
+    (50.0, 0.0)
+    """
+    before_means = question_means(before.rewards, before.rollouts_per_question)
+    after_means = question_means(after.rewards, after.rollouts_per_question)
+    if len(before_means) != len(after_means):
+        raise ValueError(f"before has {len(before_means)} questions, after {len(after_means)}: not the same question set")
+    differences = [b - a for a, b in zip(before_means, after_means)]
+    return after.accuracy - before.accuracy, 100.0 * _standard_error(differences)
+
+
+def _standard_error(values: Sequence[float]) -> float:
+    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
 
 
 def evaluate_policy(
@@ -100,4 +150,4 @@ def evaluate_policy(
     return PolicyEvaluation(temperature, rollouts_per_question, [r.reward for r in rollouts], time.perf_counter() - started)
 
 
-__all__ = ["PolicyEvaluation", "evaluate_policy"]
+__all__ = ["PolicyEvaluation", "evaluate_policy", "paired_gain", "question_means"]

@@ -28,6 +28,9 @@ uses ``epsilon`` (low) and ``epsilon_high``; the KL is plain (``beta * KL``,
 rollout batch: ``steps_per_generation = k * gradient_accumulation_steps`` gives ``k``.
 Note ``per_device_train_batch_size`` counts *rollouts*; a micro-batch holds the rows of
 about that many rollouts.
+DAPO's dynamic sampling (``--dynamic_sampling_rounds N``, off by default) replaces each
+group whose rollouts all earned the same reward, which has zero advantage and teaches
+nothing, with a fresh question's group before the optimizer sees the batch.
 
 Graphs (``--graph``): ``memagent`` (default), ``sumer`` and ``agemem`` (the
 baselines' tool loops, :mod:`baselines.sumer` and :mod:`baselines.agemem`). A
@@ -112,6 +115,7 @@ import argparse
 import json
 import logging
 import math
+import random
 import re
 import sys
 import time
@@ -289,6 +293,14 @@ class MultiConvGRPOConfig(GRPOConfig):
         default="token",
         metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
     )
+    dynamic_sampling_rounds: int = field(
+        default=0,
+        metadata={
+            "help": "DAPO's dynamic sampling (arXiv 2503.14476): a group whose rollouts all earned the same reward "
+            "(zero advantage, no signal) is replaced by a fresh training question's group, for up to this many "
+            "rounds per rollout batch; groups still flat after that are kept. 0 = off (TRL's behaviour). One process only."
+        },
+    )
 
     # Data ----------------------------------------------------------------------------
     train_file: str | None = field(
@@ -356,6 +368,8 @@ class MultiConvGRPOConfig(GRPOConfig):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.agemem_distractor_messages < 0:
             raise ValueError(f"agemem_distractor_messages must be >= 0, got {self.agemem_distractor_messages!r}")
+        if self.dynamic_sampling_rounds < 0:
+            raise ValueError(f"dynamic_sampling_rounds must be >= 0 (0 = off), got {self.dynamic_sampling_rounds!r}")
         if self.rollout_concurrency < 0:
             raise ValueError(f"rollout_concurrency must be >= 0 (0 = all at once), got {self.rollout_concurrency!r}")
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
@@ -1012,7 +1026,9 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
     With one question per batch (``cpu-smoke``) batch means jump between 0 and 1, so a running
     mean over ``window`` batches is drawn over them. Each change of the logged rollout
     ``temperature`` (a run resumed at a new temperature) is marked with a dashed line and
-    restarts the running mean. KL to the reference goes on a second axis.
+    restarts the running mean. KL to the reference goes on a second axis. With dynamic
+    sampling the points are each batch's first draw (``dynamic_sampling/first_draw_reward``),
+    what the policy scored before flat groups were replaced, so filtering cannot flatter the curve.
 
     Example::
 
@@ -1035,7 +1051,7 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
     figure, axes = plt.subplots(figsize=(7, 4))
     lines = []
     for number, segment in enumerate(segments):
-        steps, rewards = [entry["step"] for entry in segment], [entry["reward"] for entry in segment]
+        steps, rewards = [entry["step"] for entry in segment], [_policy_reward(entry) for entry in segment]
         first = number == 0
         lines += axes.plot(steps, rewards, "o", color="tab:blue", alpha=0.45, label="batch mean reward" if first else None)
         lines += axes.plot(steps, running_mean(rewards, window), color="tab:orange", linewidth=2, label=f"running mean ({window} batches)" if first else None)
@@ -1049,7 +1065,7 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
         lines += kl_axes.plot([entry["step"] for entry in entries], kl, color="tab:gray", linestyle=":", label="KL to reference")
         kl_axes.set_ylabel("KL to reference", color="tab:gray")
     # Room above the points for the temperature labels; SUMER's reward goes down to -1.
-    low, high = min(entry["reward"] for entry in entries), max(entry["reward"] for entry in entries)
+    low, high = min(map(_policy_reward, entries)), max(map(_policy_reward, entries))
     axes.set_ylim(min(-0.05, low - 0.05), max(1.15, high + 0.15))
     axes.legend(handles=[line for line in lines if not line.get_label().startswith("_")], loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize=8)
     axes.set_xlabel("optimizer step")
@@ -1061,6 +1077,10 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
+
+
+def _policy_reward(entry: dict[str, Any]) -> float:
+    return entry.get("dynamic_sampling/first_draw_reward", entry["reward"])
 
 
 def running_mean(values: Sequence[float], window: int) -> list[float]:
@@ -1138,6 +1158,12 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             callbacks=callbacks,
             peft_config=peft_config,
         )
+        if args.dynamic_sampling_rounds and self.accelerator.num_processes > 1:
+            # Ranks would replace different numbers of groups, i.e. make different numbers of
+            # generate calls, which deadlocks ZeRO-3 gathers and tensor-parallel vLLM.
+            raise ValueError(
+                f"dynamic_sampling_rounds={args.dynamic_sampling_rounds} needs one process, got {self.accelerator.num_processes}"
+            )
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs: Any) -> Any:
         """TRL's ``train``; refuses a checkpoint that has already reached ``max_steps``.
@@ -1187,7 +1213,13 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         group_ids = rollout_group_ids(len(inputs), num_generations, first_rollout=first)
         started = time.perf_counter()
         rollouts = self._run_rollouts(inputs, group_ids, first)
+        self._score_rollouts(rollouts, inputs)
+        if mode == "train" and self.args.dynamic_sampling_rounds:
+            rollouts = self._replace_flat_groups(rollouts, num_generations, next_rollout_id=first + len(inputs))
         seconds = time.perf_counter() - started
+        return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
+
+    def _score_rollouts(self, rollouts: Sequence[Rollout], inputs: Sequence[dict[str, Any]]) -> None:
         score_batch = getattr(self.rollout_reward, "batch", None)
         if callable(score_batch):
             # One batched judge call for the whole rollout batch instead of one per rollout.
@@ -1196,7 +1228,37 @@ class MultiConvGRPOTrainer(GRPOTrainer):
                 rollout.reward = float(reward)
         else:
             score_rollouts(rollouts, inputs, self.rollout_reward)
-        return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
+
+    def _replace_flat_groups(self, rollouts: list[Rollout], num_generations: int, *, next_rollout_id: int) -> list[Rollout]:
+        """DAPO's dynamic sampling: swap each group with one reward for all its rollouts for a fresh question's group.
+
+        Such a group has zero advantage everywhere, so its rows would cost a full
+        optimizer pass and teach nothing. Fresh questions are drawn from the training set
+        (seeded by ``seed`` and the step) and keep the replaced group's id and place.
+        Logs the first draw's reward (``dynamic_sampling/first_draw_reward``: what the
+        policy scores before filtering) and the groups replaced.
+        """
+        metrics = self._metrics["train"]
+        metrics["dynamic_sampling/first_draw_reward"].append(sum(r.reward for r in rollouts) / len(rollouts))
+        replaced = 0
+        for round_number in range(self.args.dynamic_sampling_rounds):
+            flat = [group for group in dict.fromkeys(r.group_id for r in rollouts) if len({r.reward for r in rollouts if r.group_id == group}) == 1]
+            if not flat:
+                break
+            draw = random.Random(hash((self.args.seed, self.state.global_step, round_number)))
+            questions = [self.train_dataset[draw.randrange(len(self.train_dataset))] for _ in flat]
+            inputs = [question for question in questions for _ in range(num_generations)]
+            group_ids = [group for group in flat for _ in range(num_generations)]
+            fresh = self._run_rollouts(inputs, group_ids, next_rollout_id)
+            self._score_rollouts(fresh, inputs)
+            next_rollout_id += len(fresh)
+            replaced += len(flat)
+            by_group: dict[int, list[Rollout]] = {}
+            for rollout in fresh:
+                by_group.setdefault(rollout.group_id, []).append(rollout)
+            rollouts = [by_group[r.group_id].pop(0) if r.group_id in by_group else r for r in rollouts]
+        metrics["dynamic_sampling/replaced_groups"].append(replaced)
+        return rollouts
 
     def _batch_from_rollouts(
         self, rollouts: Sequence[Rollout], mode: str, *, rollout_seconds: float = 0.0
