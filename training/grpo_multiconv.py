@@ -139,6 +139,8 @@ from .rewards import AgeMemReward, AgeMemRewardConfig, AnswerReward, JudgeFreeSu
 from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
 
 logger = logging.getLogger(__name__)
+# Logged with dynamic sampling: a rollout batch's mean reward before flat groups were replaced.
+FIRST_DRAW_REWARD = "dynamic_sampling/first_draw_reward"
 
 
 # --------------------------------------------------------------------------------------
@@ -1054,10 +1056,11 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
         segments[-1].append(entry)
     figure, axes = plt.subplots(figsize=(7, 4))
     lines = []
+    point_label = "batch mean reward" + (" (first draw)" if any(FIRST_DRAW_REWARD in entry for entry in entries) else "")
     for number, segment in enumerate(segments):
         steps, rewards = [entry["step"] for entry in segment], [_policy_reward(entry) for entry in segment]
         first = number == 0
-        lines += axes.plot(steps, rewards, "o", color="tab:blue", alpha=0.45, label="batch mean reward" if first else None)
+        lines += axes.plot(steps, rewards, "o", color="tab:blue", alpha=0.45, label=point_label if first else None)
         lines += axes.plot(steps, running_mean(rewards, window), color="tab:orange", linewidth=2, label=f"running mean ({window} batches)" if first else None)
         if "temperature" in segment[0]:
             if not first:
@@ -1084,7 +1087,7 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
 
 
 def _policy_reward(entry: dict[str, Any]) -> float:
-    return entry.get("dynamic_sampling/first_draw_reward", entry["reward"])
+    return entry.get(FIRST_DRAW_REWARD, entry["reward"])
 
 
 def running_mean(values: Sequence[float], window: int) -> list[float]:
@@ -1243,7 +1246,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         policy scores before filtering) and the groups replaced.
         """
         metrics = self._metrics["train"]
-        metrics["dynamic_sampling/first_draw_reward"].append(sum(r.reward for r in rollouts) / len(rollouts))
+        metrics[FIRST_DRAW_REWARD].append(sum(r.reward for r in rollouts) / len(rollouts))
         replaced = 0
         for round_number in range(self.args.dynamic_sampling_rounds):
             flat = [group for group in dict.fromkeys(r.group_id for r in rollouts) if len({r.reward for r in rollouts if r.group_id == group}) == 1]
