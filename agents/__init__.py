@@ -2,7 +2,7 @@
 
 from .answers import extract_answer
 from .embedded import embedded_model_dir
-from .loading import load_chat_model
+from .loading import describe_decoding, load_chat_model
 from .local_model import LocalChatModel
 from .prompts import final_prompt, memory_update_prompt
 from .tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
@@ -13,6 +13,7 @@ __all__ = [
     "ParsedReply",
     "TokenCodec",
     "chunk_text",
+    "describe_decoding",
     "embedded_model_dir",
     "extract_answer",
     "final_prompt",

@@ -58,3 +58,22 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
 
         return VLLMEngineChatModel(model=name, **kwargs)
     raise ValueError(f"unknown model spec {spec!r}; expected {SPEC_FORMS}")
+
+
+def describe_decoding(temperature: float | None, top_p: float | None = None) -> str:
+    """A model's decoding settings in words, for logs, reports and result manifests.
+
+    ``None`` means the call sets nothing and a server decides.
+
+    >>> describe_decoding(None)
+    "the server's default"
+    >>> describe_decoding(0.0, 1.0)
+    'greedy'
+    >>> describe_decoding(0.7, 0.95)
+    'temperature 0.7, top_p 0.95'
+    """
+    if temperature is None:
+        return "the server's default"
+    if temperature == 0:
+        return "greedy"
+    return f"temperature {temperature:g}" + ("" if top_p is None else f", top_p {top_p:g}")

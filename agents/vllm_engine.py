@@ -258,5 +258,7 @@ class VLLMEngineChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        future, turn = self._submit(messages, stop, kwargs)
-        return self._result(await asyncio.wrap_future(future), turn)
+        # Template rendering and tokenizing stay off the caller's event loop (see LocalChatModel).
+        future, turn = await asyncio.to_thread(self._submit, messages, stop, kwargs)
+        output = await asyncio.wrap_future(future)
+        return await asyncio.to_thread(self._result, output, turn)

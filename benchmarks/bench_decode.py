@@ -28,7 +28,7 @@ def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> list[
     rows, length = prompt.shape
     with torch.inference_mode():
         output = model(input_ids=prompt, use_cache=True, logits_to_keep=1)
-        cache = output.past_key_values
+        cache = output.cache
         if cache_kind == "slab":
             cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
         mask = torch.ones((rows, length), dtype=torch.long)
@@ -41,7 +41,7 @@ def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> list[
                 input_ids=token,
                 attention_mask=mask,
                 position_ids=torch.full((rows, 1), length + step),
-                past_key_values=cache,
+                cache=cache,
                 use_cache=True,
             )
             times.append(time.perf_counter() - start)

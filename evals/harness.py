@@ -569,6 +569,8 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
         # Graph options added since those results were written did not exist then: not compared.
         recorded = before.get("graph_options") or {}
         manifest = {**manifest, "graph_options": {k: v for k, v in manifest["graph_options"].items() if k in recorded}}
+        if before.get("temperature") == manifest["temperature"] == 0:
+            manifest["top_p"] = before.get("top_p")  # greedy decoding never reads top_p
         changed = [f"{k}: {before.get(k)!r} -> {v!r}" for k, v in manifest.items() if before.get(k) != v]
         if changed:
             raise ComparisonError(
@@ -1029,6 +1031,18 @@ def _locomo_row(record: dict[str, Any], judged: bool) -> dict[str, Any]:
     return {"f1": scores["f1"], "bleu1": scores["bleu1"], "judge": correct, "meta": {"category": scores["category"], "category_name": scores["category_name"]}}
 
 
+def _decoding_line(out: Path) -> str:
+    """The decoding the comparison ran with, from its manifest, as the report's first line."""
+    from ..agents.loading import describe_decoding
+
+    path = out / MANIFEST_FILE
+    if not path.is_file():
+        return ""
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    decoding = describe_decoding(manifest.get("temperature"), manifest.get("top_p"))
+    return f"Decoding: {decoding} (recorded in {MANIFEST_FILE}).\n\n"
+
+
 def write_report(out: str | Path, *, flops_model: Any = None, context_window: int | None = None) -> ComparisonResult:
     """Tables and plots from ``<out>/results.jsonl`` (also usable on its own, e.g. after copying results)."""
     from .plots import plot_accuracy, plot_cost, plot_locomo
@@ -1040,7 +1054,7 @@ def write_report(out: str | Path, *, flops_model: Any = None, context_window: in
         raise ComparisonError(f"{results_path} holds no results yet")
     cells = summarize(records, flops_model=flops_model)
     model = records[0].get("model", "")
-    markdown = markdown_tables(cells, model=model) + locomo_tables(records)
+    markdown = _decoding_line(out) + markdown_tables(cells, model=model) + locomo_tables(records)
     files = [out / "summary.md", out / "accuracy.csv", out / "cost.csv"]
     for path, text in zip(files, (markdown, accuracy_csv(cells), cost_csv(cells))):
         _write_atomic(path, text)

@@ -14,7 +14,8 @@ read with its options from environment variables when the server imports this mo
 - ``MEMAGENT_MODEL``: model spec (default ``smollm2-135m``, the embedded model).
 - ``MEMAGENT_BASE_URL``: OpenAI-compatible endpoint for ``vllm:``/``openai:`` specs.
 - ``MEMAGENT_API_KEY``: API key for ``openai:`` specs (``vllm:`` defaults to ``EMPTY``).
-- ``MEMAGENT_TEMPERATURE``, ``MEMAGENT_TOP_P``: sampling (``0`` is greedy; default: the backend's).
+- ``MEMAGENT_TEMPERATURE``, ``MEMAGENT_TOP_P``: sampling (``0`` is greedy; default: the model's own,
+  greedy for the embedded model, the server's for ``vllm:``/``openai:``).
 - ``MEMAGENT_TOKENIZER``: tokenizer for chunking and token counts, a local directory or
   ``tiktoken:<encoding>``; required for hosted models, local models use their own.
 - ``MEMAGENT_CHUNK_TOKENS``, ``MEMAGENT_MEMORY_TOKENS``, ``MEMAGENT_ANSWER_TOKENS``:

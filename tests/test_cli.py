@@ -256,11 +256,27 @@ def test_non_utf8_document_is_decoded_with_a_warning_and_answered(capsys, embedd
     assert "Traceback" not in err and PREFIX not in err
     assert re.search(r"^answer: ", out, re.M) and re.search(r"^cost: +1 chunks, 2 LLM calls", out, re.M)
     report = json_report(out)
-    assert set(report) >= {"answer", "response", "chunks_read", "usage", "seconds"}
+    assert set(report) >= {"answer", "response", "chunks_read", "usage", "decoding", "seconds"}
+    assert report["decoding"] == "greedy" and re.search(r"^decoding: greedy$", out, re.M)
     assert report["chunks_read"] == 1 and report["empty_memory_updates"] == 0
     assert report["usage"]["llm_calls"] == 2
     assert report["usage"]["input_tokens"] > 0 and 0 < report["usage"]["output_tokens"] <= 16
     assert isinstance(report["response"], str) and report["response"]
+
+
+def test_embedded_model_decodes_greedily_without_a_decoding_flag(capsys, tmp_path):
+    path = tmp_path / "doc.txt"
+    path.write_text("The grass is green. " * 20 + NEEDLE)
+    without_flags = [arg for arg in SMALL if arg not in ("--temperature", "0")]
+    responses = []
+    for _ in range(2):
+        assert main(run("--document", str(path), "--json", *without_flags)) == 0
+        out, _ = capsys.readouterr()
+        assert re.search(r"^decoding: greedy$", out, re.M)
+        responses.append(json_report(out)["response"])
+    assert responses[0] == responses[1]  # greedy: the same reply every time
+    assert main(run("--document", str(path), "--json", *without_flags, "--temperature", "0.7")) == 0
+    assert json_report(capsys.readouterr().out)["decoding"] == "temperature 0.7, top_p 1"
 
 
 @pytest.fixture

@@ -409,7 +409,9 @@ def test_real_run_on_the_embedded_model(tmp_path, greedy_model):
     assert record["scored"] in ("answer", "response") and 0.0 <= record["score"] <= 1.0
     (cell,) = result.cells
     assert cell.flops > 2 * 106_203_264 * record["prompt_tokens"]  # SmolLM2 preset: 2N per token plus attention
-    assert (result.out / "summary.md").read_text().startswith("### niah_single_1 (smollm2-135m)")
+    summary = (result.out / "summary.md").read_text()
+    assert summary.startswith("Decoding: greedy (recorded in comparison.json).\n\n### niah_single_1 (smollm2-135m)")
+    assert json.loads((result.out / "comparison.json").read_text())["temperature"] == 0.0
     assert _png_size(result.out / "niah_single_1_accuracy.png")[0] > 600
     assert harness._context_window(cfg, greedy_model) == 8192
 

@@ -99,6 +99,9 @@ def _langgraph_cli() -> Path:
 def langgraph_dev_server(workdir: Path, env: dict[str, str], *, startup_timeout: float = 180.0) -> Iterator[str]:
     """Run ``langgraph dev`` on a free loopback port with this repository's langgraph.json.
 
+    Never with ``--allow-blocking``: the server's blocking-call detector stays on, so a graph
+    that blocks its event loop fails its run.
+
     ``workdir`` is the server's working directory: the in-memory runtime writes its
     ``.langgraph_api`` persistence files there, not into the repository.
     """
@@ -186,6 +189,21 @@ def test_sdk_runs_memagent_on_langgraph_dev(server_url, smollm2_codec) -> None:
     assert client.threads.get(thread["thread_id"])["status"] == "idle"
     # ...and the chunks lived in the server's store only for the run.
     assert client.store.search_items(["memagent", "documents"])["items"] == []
+
+
+@pytest.mark.server
+@pytest.mark.embedded
+@pytest.mark.parametrize("graph_id", ["sumer", "agemem"])
+def test_sdk_runs_tool_graphs_on_langgraph_dev(server_url, graph_id) -> None:
+    """SUMER and AgeMem embed, search and call the model without blocking the server's loop."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=server_url, timeout=600)
+    result = client.runs.wait(None, graph_id, input={"question": QUESTION, "document": DOCUMENT}, raise_error=False)
+    assert "__error__" not in result, result.get("__error__")
+    assert {"answer", "response", "usage"} <= set(result)
+    assert isinstance(result["response"], str)
+    assert result["usage"]["llm_calls"] >= 1 and result["usage"]["input_tokens"] > 0
 
 
 @pytest.mark.server

@@ -1,7 +1,9 @@
 """The local transformers backend on the real embedded model: usage, token ids, dynamic batching."""
 
 import asyncio
+import json
 import time
+import warnings
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -73,7 +75,8 @@ def test_a_request_joins_a_batch_already_decoding(greedy_model):
 
     async def late_start():
         first = asyncio.ensure_future(greedy_model.ainvoke(long_prompt, max_tokens=40))
-        await asyncio.sleep(2.0)  # the first request is prefilled and decoding by now
+        while engine.active_rows == 0:  # join only once the first request is decoding
+            await asyncio.sleep(0.01)
         second = await greedy_model.ainvoke(short_prompt, max_tokens=10)
         return [(await first).content, second.content]
 
@@ -225,3 +228,28 @@ def test_an_idle_worker_hands_freed_memory_back_to_the_os(greedy_model, monkeypa
     assert engine.trims == before + 1  # once per idle spell, not once per idle_trim_s
     time.sleep(0.2)
     assert engine.trims == before + 1
+
+
+def test_default_decoding_follows_the_generation_config(tmp_path):
+    from langgraph_memagent import load_chat_model
+
+    # The embedded model's converted directory has no sampling settings: greedy.
+    embedded = load_chat_model("smollm2-135m")
+    assert (embedded.temperature, embedded.top_p) == (0.0, 1.0)
+    (tmp_path / "generation_config.json").write_text(json.dumps({"do_sample": True, "temperature": 0.6, "top_p": 0.9}))
+    sampling = load_chat_model(f"hf:{tmp_path}")
+    assert (sampling.temperature, sampling.top_p) == (0.6, 0.9)
+    assert load_chat_model(f"hf:{tmp_path}", temperature=0).temperature == 0
+    (tmp_path / "generation_config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read the generation config"):
+        load_chat_model(f"hf:{tmp_path}")
+
+
+def test_generation_uses_no_deprecated_transformers_api(greedy_model):
+    # Prefill and shared decode steps run on the engine's worker thread; the warning filters
+    # are process-wide, so whatever it triggers is recorded here.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        greedy_model.invoke("Name a colour.", max_tokens=3)
+    deprecations = [str(w.message) for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning))]
+    assert not deprecations

@@ -82,7 +82,7 @@ def tiny_config(tmp_path, **overrides) -> MultiConvGRPOConfig:
         learning_rate=1e-2,
         warmup_steps=0,
         reward_metric="string_match_all",
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         save_strategy="no",
         report_to="none",
         reward_curve=False,

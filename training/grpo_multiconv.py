@@ -170,6 +170,15 @@ class MultiConvGRPOConfig(GRPOConfig):
     per_device_train_batch_size: int = field(
         default=16, metadata={"help": "Rollouts per process per micro-batch; a micro-batch holds all their calls' rows."}
     )
+    # transformers 5.24 renamed gradient checkpointing to activation checkpointing; TRL 1.16
+    # still sets the old name to True, which warns on every config. Unset here, so the old
+    # name warns only when a user passes it, and TRL's default moves to the new name.
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Deprecated alias of --activation_checkpointing (transformers 5.24)."}
+    )
+    activation_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Recompute activations in the backward pass to save memory (default: True, TRL's)."}
+    )
     epsilon: float = field(default=0.2, metadata={"help": "Low clip epsilon (MemAgent released scripts: 0.2)."})
     epsilon_high: float | None = field(
         default=0.2, metadata={"help": "High clip epsilon (released scripts: 0.2; DAPO clip-higher: 0.28)."}
@@ -323,6 +332,8 @@ class MultiConvGRPOConfig(GRPOConfig):
     preset: str | None = field(default=None, metadata={"help": "Defaults bundle: 'paper-7b' (GPUs) or 'cpu-smoke'."})
 
     def __post_init__(self) -> None:
+        if self.activation_checkpointing is None and self.gradient_checkpointing is None:
+            self.activation_checkpointing = True
         if self.bf16 is None:
             # TRL defaults bf16 to True, which fails on machines without CUDA.
             self.bf16 = torch.cuda.is_available() and not self.fp16
@@ -417,7 +428,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "answer_tokens": 1024,
         "reward_metric": "strict_boxed",
         "bf16": True,
-        "gradient_checkpointing": True,
+        "activation_checkpointing": True,
         "save_steps": 20,
     },
     # SmolLM2-135M + LoRA on short generated NIAH tasks: 2 chunks of essay text holding the
@@ -455,7 +466,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "num_train_samples": 256,
         "max_steps": 16,
         "dynamic_sampling_rounds": 2,
-        "gradient_checkpointing": False,
+        "activation_checkpointing": False,
         "bf16": False,
         "save_steps": 4,
         "report_to": "none",
@@ -1208,7 +1219,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             self.model_wrapped,
             self.accelerator,
             gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-            gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            gradient_checkpointing_kwargs=self.args.activation_checkpointing_kwargs,
         )
         with unwrapped_context as unwrapped, torch.no_grad(), _eval_mode(unwrapped):
             return run_rollouts(self._graph(), graph_inputs, group_ids, max_concurrency=concurrency, first_rollout_id=first_rollout_id)
@@ -1343,7 +1354,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         logits_to_keep = batch["completion_ids"].size(1)
         batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
         old, ref = None, None
-        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.activation_checkpointing_kwargs):
             generate_every = self.args.steps_per_generation * self.num_iterations
             if self.args.gradient_accumulation_steps % generate_every != 0 or self._corrects_vllm_sampling:
                 old, _, _ = self._get_per_token_logps_and_entropies(
