@@ -198,7 +198,18 @@ def _report(values: dict, seconds: float, gold: list[str] | None = None) -> dict
     return report
 
 
+def _fill_budget(args: argparse.Namespace) -> None:
+    """Budget flags left unset take the model's defaults, as ``memagent compare`` does."""
+    from .evals.harness import default_graph_options
+
+    defaults = default_graph_options(args.model)
+    for name in ("chunk_tokens", "memory_tokens", "answer_tokens"):
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(defaults, name))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _fill_budget(args)
     question = (args.question or "").strip()
     if not question:
         raise CliError("--question must be a non-empty question")
@@ -219,6 +230,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .agents import resolve_tokenizer
     from .evals.ruler import niah_single_1
 
+    _fill_budget(args)
     model = _model(args)
     try:
         codec = resolve_tokenizer(args.tokenizer, model)
@@ -254,12 +266,16 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-retries", type=int, default=2, help="retries per server request (default: %(default)s)")
 
 
-def _add_model_options(parser: argparse.ArgumentParser, *, chunk_tokens: int, memory_tokens: int, answer_tokens: int) -> None:
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
     add_backend_options(parser)
-    group = parser.add_argument_group("MemAgent")
-    group.add_argument("--chunk-tokens", type=int, default=chunk_tokens, help="document tokens per memory update (default: %(default)s)")
-    group.add_argument("--memory-tokens", type=int, default=memory_tokens, help="memory size limit in tokens (default: %(default)s)")
-    group.add_argument("--answer-tokens", type=int, default=answer_tokens, help="answer length limit in tokens (default: %(default)s)")
+    group = parser.add_argument_group(
+        "MemAgent",
+        "Token budgets default to 1000/128/64 (chunk/memory/answer) for smollm2-135m, which ran every 1024-token memory update to its limit, "
+        "and to the MemAgent paper's 5000/1024/1024 for other models.",
+    )
+    group.add_argument("--chunk-tokens", type=int, help="document tokens per memory update")
+    group.add_argument("--memory-tokens", type=int, help="memory size limit in tokens")
+    group.add_argument("--answer-tokens", type=int, help="answer length limit in tokens")
     group.add_argument("--final-prompt", choices=("boxed", "answer_is"), default="boxed", help="final answer format (default: %(default)s)")
     group.add_argument("--checkpoint", metavar="DB", help="SQLite checkpoint file; an interrupted run resumes when re-run with the same inputs")
     group.add_argument("--thread-id", help="checkpoint thread id (default: derived from the inputs)")
@@ -277,17 +293,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--tokens", type=int, default=16_000, help="document length in tokens (default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the generated document (default: %(default)s)")
-    _add_model_options(demo, chunk_tokens=1000, memory_tokens=128, answer_tokens=64)
+    _add_model_options(demo)
     demo.set_defaults(handler=cmd_demo, temperature=0.0)
     run = commands.add_parser(
         "run",
         help="answer a question about a document file",
-        description="Answer --question about --document with MemAgent (paper defaults: 5000-token chunks, 1024-token memory).",
+        description="Answer --question about --document with MemAgent.",
     )
     run.add_argument("--question", required=True, help="the question to answer")
     run.add_argument("--document", required=True, metavar="FILE", help="text file to read (UTF-8; other bytes are replaced, with a warning)")
     run.add_argument("--json", action="store_true", help="also print the result as one JSON line")
-    _add_model_options(run, chunk_tokens=5000, memory_tokens=1024, answer_tokens=1024)
+    _add_model_options(run)
     run.set_defaults(handler=cmd_run)
     from .evals.harness import add_compare_parser
 

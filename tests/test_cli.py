@@ -90,6 +90,18 @@ def test_help_mentions_the_options(capsys, argv, mentions):
         assert option in out, f"{option} missing from --help of {argv}"
 
 
+def test_budget_defaults_follow_the_model():
+    from langgraph_memagent.cli import _fill_budget, build_parser
+
+    def budget(*argv):
+        args = build_parser().parse_args(["run", "--question", "q", "--document", "d", *argv])
+        _fill_budget(args)
+        return args.chunk_tokens, args.memory_tokens, args.answer_tokens
+
+    assert budget() == (1000, 128, 64)  # the embedded model: compare's and the demo's budget
+    assert budget("--model", "vllm:m", "--memory-tokens", "256") == (5000, 256, 1024)  # MemAgent paper's, one flag kept
+
+
 def test_argparse_errors_exit_2_without_traceback(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--document", "x.txt"])  # --question missing

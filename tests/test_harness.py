@@ -500,3 +500,16 @@ def test_locomo_through_the_harness_scores_per_category(tmp_path):
     # One length per conversation: per-category bars, not accuracy-vs-length lines.
     assert sorted(path.name for path in result.out.glob("*.png")) == ["locomo_conv30_scores.png"]
     assert _png_size(result.out / "locomo_conv30_scores.png")[0] > 1000
+
+
+def test_resuming_checks_the_decoding_but_not_top_p_under_greedy(tmp_path):
+    manifest = {
+        "model": "smollm2-135m", "backend": "LocalChatModel", "temperature": 0.0, "top_p": 0.95,
+        "tokenizer": "t", "graph_options": {"chunk_tokens": 1000}, "judge": None,
+    }
+    harness._check_manifest(tmp_path, manifest)  # the first run records it
+    (tmp_path / harness.RESULTS_FILE).write_text(json.dumps({"graph": "memagent", "task": "t", "length": "4K", "index": 0, "seed": 0}) + "\n")
+    # Results written before greedy stopped reporting the paper's top_p still resume.
+    harness._check_manifest(tmp_path, {**manifest, "top_p": 1.0})
+    with pytest.raises(ComparisonError, match=r"temperature: 0.0 -> 0.7"):
+        harness._check_manifest(tmp_path, {**manifest, "temperature": 0.7})

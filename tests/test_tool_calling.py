@@ -486,3 +486,30 @@ def test_vllm_engine_batches_concurrent_calls_and_reports_engine_errors(fake_vll
         model.invoke("d")
     with pytest.raises(ValueError, match=r"unsupported call options \['seed'\]"):
         model.invoke("e", seed=1)
+
+
+
+def test_vllm_engine_ainvoke_renders_and_tokenizes_off_the_event_loop(fake_vllm, monkeypatch):
+    import threading
+
+    from langgraph_memagent import load_chat_model
+    from langgraph_memagent.agents.vllm_engine import VLLMEngineChatModel
+
+    threads = []
+    submit = VLLMEngineChatModel._submit
+
+    def recording_submit(self, *args):
+        threads.append(threading.current_thread())
+        return submit(self, *args)
+
+    monkeypatch.setattr(VLLMEngineChatModel, "_submit", recording_submit)
+    fake_vllm.replies = ["Oslo is rainy."]
+    model = load_chat_model("vllm-engine:some/model", temperature=0)
+
+    async def run():
+        reply = await model.bind_tools([get_weather]).ainvoke("Weather in Oslo?", max_tokens=16)
+        return reply, threading.current_thread()
+
+    reply, loop_thread = asyncio.run(run())
+    assert reply.content == "Oslo is rainy."
+    assert threads and loop_thread not in threads  # CPU-bound, which blockbuster cannot see
