@@ -259,9 +259,11 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
         "--temperature",
         type=float,
         help="sampling temperature, 0 = greedy (default: the model's own: greedy for smollm2-135m, the generation config "
-        "for hf:, the server's for vllm:/openai:; the MemAgent paper evaluates at 0.7)",
+        "for hf:, the server's for vllm:/openai:). --temperature 0.7 alone is the MemAgent paper's evaluation sampling",
     )
-    group.add_argument("--top-p", type=float, help="nucleus sampling mass (default: the model's own; the MemAgent paper evaluates at 0.95)")
+    group.add_argument(
+        "--top-p", type=float, help="nucleus sampling mass (default: the generation config's, else the MemAgent paper's 0.95; servers: their own)"
+    )
     group.add_argument("--timeout", type=float, default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
     group.add_argument("--max-retries", type=int, default=2, help="retries per server request (default: %(default)s)")
 

@@ -235,7 +235,7 @@ def test_default_decoding_follows_the_generation_config(tmp_path):
 
     # The embedded model's converted directory has no sampling settings: greedy.
     embedded = load_chat_model("smollm2-135m")
-    assert (embedded.temperature, embedded.top_p) == (0.0, 1.0)
+    assert (embedded.temperature, embedded.top_p) == (0.0, 0.95)  # top_p is the paper's for when T is set
     (tmp_path / "generation_config.json").write_text(json.dumps({"do_sample": True, "temperature": 0.6, "top_p": 0.9}))
     sampling = load_chat_model(f"hf:{tmp_path}")
     assert (sampling.temperature, sampling.top_p) == (0.6, 0.9)
