@@ -121,6 +121,32 @@ def _build_graph(args: argparse.Namespace, model: Any, checkpointer: Any) -> Any
         raise CliError(_tokenizer_hint(args, error)) from error
 
 
+def _thread_plan(state: Any, thread_id: str, input_digest: str, *, restart: bool) -> str:
+    """``"start"``, ``"resume"`` or ``"stored"`` (a finished run of these inputs) for a checkpoint thread.
+
+    An unfinished run resumes only with the inputs that started it: another question or
+    document on its thread is refused, never answered from the old run's memory.
+    """
+    same_inputs = (state.metadata or {}).get("memagent_input") == input_digest
+    if restart:
+        if state.created_at is not None:
+            print(f"restarting thread {thread_id}: its earlier run is discarded", file=sys.stderr)
+        return "start"
+    if state.next and not same_inputs:
+        raise CliError(
+            f"thread {thread_id!r} holds an unfinished run of another question, document or settings; re-run with "
+            "that run's inputs to resume it, pass --restart to discard it, or choose another --thread-id"
+        )
+    if state.next:
+        print(f"resuming thread {thread_id} at {state.next[0]}", file=sys.stderr)
+        return "resume"
+    if same_inputs and "response" in state.values:
+        print(f"thread {thread_id} already answered this question about this document: its stored result, no model "
+              "call made (--restart runs it again)", file=sys.stderr)
+        return "stored"
+    return "start"
+
+
 def _execute(args: argparse.Namespace, question: str, document: str, stack: ExitStack) -> tuple[dict, float]:
     """Run (or resume) one question over one document; returns final values (with the decoding used) and seconds."""
     from langgraph.checkpoint.memory import InMemorySaver
@@ -138,17 +164,21 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     else:
         checkpointer = InMemorySaver()
     graph = _build_graph(args, model, checkpointer)
-    # Same question, document and settings -> same thread: re-running resumes.
-    fingerprint = json.dumps([question, args.model, args.chunk_tokens, args.memory_tokens, args.final_prompt])
-    thread_id = args.thread_id or hashlib.sha256((fingerprint + document).encode()).hexdigest()[:16]
-    config = {"configurable": {"thread_id": thread_id}}
+    decoding = describe_decoding(getattr(model, "temperature", None), getattr(model, "top_p", None))
+    # The run's inputs and settings, recorded in the metadata of every checkpoint it writes: a
+    # thread resumes only with the inputs that started it, never with another question or document.
+    settings = [question, args.model, args.tokenizer, args.chunk_tokens, args.memory_tokens, args.answer_tokens, args.final_prompt, decoding]
+    input_digest = hashlib.sha256((json.dumps(settings) + document).encode()).hexdigest()
+    thread_id = args.thread_id or input_digest[:16]  # same inputs -> same thread: re-running resumes
+    config = {"configurable": {"thread_id": thread_id}, "metadata": {"memagent_input": input_digest}}
     try:
-        pending = graph.get_state(config).next
+        state = graph.get_state(config)
     except sqlite3.Error as error:
         raise CliError(f"cannot use checkpoint file {args.checkpoint!r}: {error}") from error
-    payload = None if pending else {"question": question, "document": document}
-    if pending:
-        print(f"resuming thread {thread_id} at {pending[0]}", file=sys.stderr)
+    plan = _thread_plan(state, thread_id, input_digest, restart=args.restart)
+    if plan == "stored":
+        return {**state.values, "decoding": decoding}, 0.0
+    payload = None if plan == "resume" else {"question": question, "document": document}
     from .graphs import ModelCallError
 
     started = time.perf_counter()
@@ -159,7 +189,6 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     except ModelCallError as error:
         hint = f" (resume with --checkpoint {args.checkpoint} --thread-id {thread_id})" if args.checkpoint else ""
         raise CliError(f"{error}{hint}", code=1) from error
-    decoding = describe_decoding(getattr(model, "temperature", None), getattr(model, "top_p", None))
     return {**values, "decoding": decoding}, time.perf_counter() - started
 
 
@@ -280,7 +309,10 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--answer-tokens", type=int, help="answer length limit in tokens")
     group.add_argument("--final-prompt", choices=("boxed", "answer_is"), default="boxed", help="final answer format (default: %(default)s)")
     group.add_argument("--checkpoint", metavar="DB", help="SQLite checkpoint file; an interrupted run resumes when re-run with the same inputs")
-    group.add_argument("--thread-id", help="checkpoint thread id (default: derived from the inputs)")
+    group.add_argument(
+        "--thread-id", help="checkpoint thread id (default: derived from the inputs); a thread resumes only with the inputs that started it"
+    )
+    group.add_argument("--restart", action="store_true", help="discard the thread's earlier run (unfinished or finished) and run afresh")
     group.add_argument("--quiet", action="store_true", help="do not print each memory update")
 
 

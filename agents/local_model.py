@@ -34,7 +34,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, prepare_turn
+from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 _CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
 
@@ -537,6 +537,18 @@ class LocalChatModel(BaseChatModel):
         """The model's own tokenizer, used for token-exact chunking."""
         return self.engine.tokenizer
 
+    @property
+    def context_window(self) -> int | None:
+        """The model's window in tokens (``max_position_embeddings``), read without loading the weights; None if unknown."""
+        loaded = getattr(getattr(self._engine, "model", None), "config", None)  # a trainer's policy has no directory
+        if loaded is not None:
+            return getattr(loaded, "max_position_embeddings", None)
+        path = Path(self.model_path) / "config.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8")).get("max_position_embeddings")
+        except (OSError, ValueError):
+            return None  # no readable config: the engine reports the problem when it loads
+
     def bind_tools(
         self,
         tools: Sequence[dict[str, Any] | type | Callable | BaseTool],
@@ -564,8 +576,16 @@ class LocalChatModel(BaseChatModel):
             top_p=kwargs.get("top_p", self.top_p),
         )
         turn = prepare_turn(self.engine.tokenizer, messages, kwargs)
-        # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call prefix.
-        prompt_ids = self.engine.tokenizer(turn.prompt.text, add_special_tokens=False)["input_ids"]
+        # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call
+        # prefix, except that message text never becomes a control token.
+        prompt_ids = encode_chat_prompt(self.engine.tokenizer, turn.prompt)
+        window = self.context_window
+        if window is not None and len(prompt_ids) + params.max_tokens > window:
+            # Past its window the model keeps generating, but garbage: refuse, as vLLM does.
+            raise ValueError(
+                f"prompt of {len(prompt_ids)} tokens + max_tokens {params.max_tokens} = {len(prompt_ids) + params.max_tokens} "
+                f"exceeds the model's {window}-token window"
+            )
         return _PendingCall(self.engine.submit(list(prompt_ids), params), turn)
 
     def _result(self, call: _PendingCall, completion: Completion) -> ChatResult:

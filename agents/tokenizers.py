@@ -56,10 +56,11 @@ class HFTokenCodec:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         if not texts:
             return []
-        # verbose=False: long documents exceed model_max_length by design.
-        return self.tokenizer(list(texts), add_special_tokens=False, return_attention_mask=False, verbose=False)[
-            "input_ids"
-        ]
+        # verbose=False: long documents exceed model_max_length by design. Special-token strings
+        # in a document are text, counted as the characters a prompt will hold.
+        return self.tokenizer(
+            list(texts), add_special_tokens=False, split_special_tokens=True, return_attention_mask=False, verbose=False
+        )["input_ids"]
 
     def decode_batch(self, token_ids: Sequence[Sequence[int]]) -> list[str]:
         return self.tokenizer.batch_decode(list(token_ids), skip_special_tokens=False)

@@ -94,10 +94,39 @@ class ParsedReply:
 
 @dataclass(frozen=True)
 class ChatPrompt:
-    """A rendered prompt; ``reply_prefix`` is its tail that starts the assistant's reply (forced calls)."""
+    """A rendered prompt; ``reply_prefix`` is its tail that starts the assistant's reply (forced calls).
+
+    ``message_spans``: where ``text`` holds message text that contains special-token strings
+    (start, end), so :func:`encode_chat_prompt` reads it as plain characters.
+    """
 
     text: str
     reply_prefix: str = ""
+    message_spans: tuple[tuple[int, int], ...] = ()
+
+
+def special_token_strings(tokenizer: Any) -> list[str]:
+    """The strings a tokenizer turns into special (control) tokens, e.g. ``<|im_start|>``."""
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    return sorted({*tokenizer.all_special_tokens, *(token.content for token in added.values() if token.special)})
+
+
+def encode_chat_prompt(tokenizer: Any, prompt: ChatPrompt) -> list[int]:
+    """Token ids of a rendered prompt: the template's markup yields control tokens, message text never.
+
+    Documents, questions, memories and tool results are data: a document holding
+    ``<|im_end|><|im_start|>assistant`` is read as those characters, not as a new turn. Without
+    such text (the usual case) this is exactly ``tokenizer(prompt.text)``.
+    """
+
+    def encode(text: str, plain: bool) -> list[int]:
+        return tokenizer(text, add_special_tokens=False, split_special_tokens=plain)["input_ids"] if text else []
+
+    ids, position = [], 0
+    for start, end in prompt.message_spans:
+        ids += encode(prompt.text[position:start], False) + encode(prompt.text[start:end], True)
+        position = end
+    return ids + encode(prompt.text[position:], False)
 
 
 # Parsing --------------------------------------------------------------------------------
@@ -430,17 +459,49 @@ def render_chat_prompt(
     offered = list(tools or []) if tool_choice != "none" else []
     prefix = forced_reply_prefix(tool_choice) if offered else ""
     if not template_supports_tools(tokenizer):
-        chat = _hermes_chat(messages, offered)
-        text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
-        return ChatPrompt(text + prefix, prefix)
+        text, spans = _render(tokenizer, _hermes_chat(messages, offered))
+        return ChatPrompt(text + prefix, prefix, spans)
     if prefix and "<tool_call>" not in tokenizer.get_chat_template(None, tools=offered):
         raise ValueError(
             f"tool_choice={tool_choice!r} cannot be enforced: this chat template's tool calls are not "
             "Hermes <tool_call> blocks; use tool_choice='auto'"
         )
-    chat = _native_chat(messages)
-    text = tokenizer.apply_chat_template(chat, tools=offered or None, add_generation_prompt=True, tokenize=False)
-    return ChatPrompt(text + prefix, prefix)
+    text, spans = _render(tokenizer, _native_chat(messages), tools=offered or None)
+    return ChatPrompt(text + prefix, prefix, spans)
+
+
+# A private-use character pair marks where a message's text goes in the rendered template.
+_SLOT = "\ue000{}\ue001"
+_SLOTS = re.compile("\ue000(\\d+)\ue001")
+
+
+def _render(tokenizer: Any, chat: list[dict[str, Any]], **template_options: Any) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The template's text for ``chat`` and the spans of message texts that hold special-token strings.
+
+    Those messages are rendered once more with a slot in place of their text: what lies
+    between slots is the template's own markup, so the spans are exact.
+    """
+    text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **template_options)
+    specials = special_token_strings(tokenizer)
+    risky = {i for i, entry in enumerate(chat) if isinstance(entry.get("content"), str) and any(s in entry["content"] for s in specials)}
+    if not risky:
+        return text, ()
+    slotted = [dict(entry, content=_SLOT.format(i)) if i in risky else entry for i, entry in enumerate(chat)]
+    skeleton = tokenizer.apply_chat_template(slotted, add_generation_prompt=True, tokenize=False, **template_options)
+    rebuilt, spans = "", []
+    for index, part in enumerate(_SLOTS.split(skeleton)):
+        if index % 2:
+            content = chat[int(part)]["content"]
+            spans.append((len(rebuilt), len(rebuilt) + len(content)))
+            part = content
+        rebuilt += part
+    if rebuilt != text:
+        raise ValueError(
+            "this chat template changes the text of a message holding special-token strings "
+            f"({', '.join(s for s in specials if any(s in chat[i]['content'] for i in risky))}); "
+            "it cannot be kept apart from the template's control tokens: remove those strings from the input"
+        )
+    return text, tuple(spans)
 
 
 @dataclass(frozen=True)

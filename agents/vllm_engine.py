@@ -46,7 +46,7 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .local_model import token_level_result
-from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, prepare_turn
+from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 VLLM_INSTALL = "pip install 'langgraph-memagent[vllm]' (vLLM needs a CUDA GPU)"
 _CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
@@ -222,7 +222,7 @@ class VLLMEngineChatModel(BaseChatModel):
             logprobs=0 if self.logprobs else None,
         )
         turn = prepare_turn(self.tokenizer, messages, kwargs)
-        prompt_ids = self.tokenizer(turn.prompt.text, add_special_tokens=False)["input_ids"]
+        prompt_ids = encode_chat_prompt(self.tokenizer, turn.prompt)  # message text never becomes a control token
         return self._worker.submit(list(prompt_ids), params), turn
 
     def _result(self, output: Any, turn: ToolTurn) -> ChatResult:

@@ -288,6 +288,40 @@ class MemAgentGraph(CompiledStateGraph):
             yield chunk
 
 
+# Role markers the chat template wraps a user message in (SmolLM2/Qwen: about 10 tokens).
+_CHAT_MARKUP_TOKENS = 16
+
+
+def _check_window(config: MemAgentConfig, codec: TokenCodec, window: int | None) -> None:
+    """Refuse budgets whose calls cannot fit the model's window (unknown window: no check).
+
+    A memory-update prompt holds its template, a chunk and the previous memory, and the
+    reply may take ``memory_tokens`` more; the answer prompt holds its template and the
+    memory, and the reply ``answer_tokens``. The question comes on top at run time, where
+    the backend checks the exact prompt.
+    """
+    if window is None:
+        return
+
+    def template(text: str) -> int:
+        return len(codec.encode_batch([text])[0]) + _CHAT_MARKUP_TOKENS
+
+    update, memory = template(memory_update_prompt("", "", "")), config.memory_tokens
+    if config.chunk_tokens + 2 * memory + update > window:
+        room = window - 2 * memory - update
+        raise ValueError(
+            f"chunk_tokens {config.chunk_tokens} + memory_tokens {memory} (the memory in the prompt) + memory_tokens "
+            f"{memory} (the reply) + {update} template tokens = {config.chunk_tokens + 2 * memory + update} exceeds the "
+            f"model's {window}-token window; " + (f"use chunk_tokens <= {room}" if room > 0 else "lower memory_tokens")
+        )
+    answer = template(final_prompt("", "", config.final_prompt))
+    if memory + config.answer_tokens + answer > window:
+        raise ValueError(
+            f"memory_tokens {memory} + answer_tokens {config.answer_tokens} + {answer} template tokens = "
+            f"{memory + config.answer_tokens + answer} exceeds the model's {window}-token window; lower answer_tokens"
+        )
+
+
 def build_memagent_graph(
     model: BaseChatModel,
     *,
@@ -336,6 +370,7 @@ def build_memagent_graph(
     """
     config = MemAgentConfig(chunk_tokens, memory_tokens, answer_tokens, final_prompt)
     codec = resolve_tokenizer(tokenizer, model)
+    _check_window(config, codec, getattr(model, "context_window", None))
     steps = _MemAgentSteps(model, codec, config)
     builder = StateGraph(MemAgentState, input_schema=MemAgentInput, output_schema=MemAgentOutput)
     builder.add_node("chunk_document", RunnableCallable(steps.chunk_document, steps.achunk_document, trace=False))

@@ -182,3 +182,20 @@ def test_checkpoint_bytes_per_step_do_not_grow_with_document_length(smollm2_code
         largest[lines] = max(sizes)
     assert largest[3000] <= largest[300] * 1.1, largest
     assert largest[300] < 4096, largest  # a few small fields, not the document
+
+
+def test_new_input_on_an_interrupted_thread_starts_a_new_run(smollm2_codec):
+    """LangGraph's contract: input starts a run, ``None`` resumes; the old run's memory is not reused."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_memagent.agents import chunk_text
+
+    model = ScriptedChatModel(responder=Flaky(FAIL_AT))
+    graph = build_memagent_graph(model, chunk_tokens=300, tokenizer=smollm2_codec, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "reused"}}
+    with pytest.raises(ModelCallError):
+        graph.invoke({"question": QUESTION, "document": document()}, config)
+    other = document(lines=40, needle_at=20).replace("7654321", "1112223")
+    result = graph.invoke({"question": QUESTION, "document": other}, config)
+    assert result["answer"] == "1112223"
+    assert result["chunks_read"] == result["num_chunks"] == len(chunk_text(other, smollm2_codec, 300))

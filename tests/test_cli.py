@@ -178,6 +178,12 @@ def test_bad_budget(capsys, embedded_model_dir, document, option, value, name):
     assert_input_error(capsys, run("--document", str(document), option, value), name, f"got {value}", only_line=False)
 
 
+def test_chunk_larger_than_the_window_is_refused_with_the_arithmetic(capsys, embedded_model_dir, document):
+    assert main(run("--document", str(document), "--chunk-tokens", "20000")) == 2
+    line = error_line(capsys.readouterr().err, "chunk_tokens 20000 + memory_tokens 128", "exceeds the model's 8192-token window")
+    assert re.search(r"use chunk_tokens <= \d+$", line)
+
+
 @pytest.mark.parametrize(
     ("spec", "needle"),
     [("nonsense", "unknown model spec 'nonsense'"), ("vllm:", "unknown model spec 'vllm:'"),
@@ -346,13 +352,46 @@ def test_checkpointed_run_interrupted_resumed_and_rerun(capsys, smollm2_codec, t
     assert report["chunks_read"] == 2
     assert report["usage"]["llm_calls"] == 3  # chunk 1 (first process) + chunk 2 + answer
 
-    # 3. The thread is finished: the same command simply runs again on it and answers.
+    # 3. The thread is finished: the same command returns the stored result, says so, calls nothing.
     count_model_calls.calls = 0
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    assert "resuming" not in err and PREFIX not in err
-    assert "[chunk 1/2] memory:" in err and "[chunk 2/2] memory:" in err
+    assert f"thread {thread_id} already answered this question about this document" in err and "--restart" in err
+    assert count_model_calls.calls == 0
+    stored = json_report(out)
+    assert stored["response"] == report["response"] and stored["usage"] == report["usage"]
+
+    # 4. --restart runs it again from the first chunk.
+    assert main([*argv, "--restart"]) == 0
+    out, err = capsys.readouterr()
+    assert f"restarting thread {thread_id}" in err and "[chunk 1/2] memory:" in err
     assert count_model_calls.calls == 3
+    assert json_report(out)["chunks_read"] == 2
+
+
+def test_a_reused_thread_never_answers_another_question(capsys, smollm2_codec, tmp_path, count_model_calls):
+    lines = ["The grass is green. The sky is blue. Here we go."] * 10
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text("\n".join([*lines[:5], NEEDLE, *lines[5:]]))
+    second.write_text("The cat is black. " * 5 + "The special magic number for grumpy-owl is: 2468.")
+    db = tmp_path / "runs.sqlite"
+    thread = ["--checkpoint", str(db), "--thread-id", "T1", "--json", *SMALL]
+    count_model_calls.fail_at = 2  # the first run dies after its first chunk
+    assert main(run("--document", str(first), *thread)) == 1
+    capsys.readouterr()
+
+    # Another question and document on the unfinished thread: refused, naming the thread and the ways out.
+    other = ["run", "--question", "What is the special magic number for grumpy-owl?", "--document", str(second), *thread]
+    calls = count_model_calls.calls
+    assert main(other) == 2
+    line = error_line(capsys.readouterr().err, "thread 'T1' holds an unfinished run of another question")
+    assert "--restart" in line and "--thread-id" in line
+    assert count_model_calls.calls == calls  # nothing ran
+
+    # --restart answers the new question about the new document.
+    assert main([*other, "--restart"]) == 0
+    out, err = capsys.readouterr()
+    assert "restarting thread T1" in err
     report = json_report(out)
-    assert report["chunks_read"] == 2 and report["usage"]["llm_calls"] == 3
-    assert report["response"]
+    # The new one-chunk document, not the old two-chunk one, and none of the old run's calls.
+    assert report["chunks_read"] == 1 and report["usage"]["llm_calls"] == 2

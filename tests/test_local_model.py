@@ -253,3 +253,21 @@ def test_generation_uses_no_deprecated_transformers_api(greedy_model):
         greedy_model.invoke("Name a colour.", max_tokens=3)
     deprecations = [str(w.message) for w in caught if issubclass(w.category, (DeprecationWarning, FutureWarning))]
     assert not deprecations
+
+
+def test_a_prompt_past_the_window_is_refused_not_answered(greedy_model):
+    assert greedy_model.context_window == 8192
+    with pytest.raises(ValueError, match=r"prompt of \d+ tokens \+ max_tokens 64 = \d+ exceeds the model's 8192-token window"):
+        greedy_model.invoke("word " * 8200, max_tokens=64)
+    with pytest.raises(ValueError, match="exceeds the model's 8192-token window"):
+        greedy_model.invoke("word " * 100, max_tokens=8150)
+
+
+def test_memagent_budgets_past_the_window_are_refused_at_build_time(greedy_model):
+    from langgraph_memagent import build_memagent_graph
+
+    with pytest.raises(ValueError, match=r"chunk_tokens 100000 \+ memory_tokens 1024 .* exceeds the model's 8192-token window; use chunk_tokens <= \d+"):
+        build_memagent_graph(greedy_model, chunk_tokens=100000)
+    with pytest.raises(ValueError, match="answer_tokens 8000 .* lower answer_tokens"):
+        build_memagent_graph(greedy_model, chunk_tokens=1000, memory_tokens=128, answer_tokens=8000)
+    build_memagent_graph(greedy_model)  # the MemAgent paper's 5000/1024/1024 fits an 8K window

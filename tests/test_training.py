@@ -9,6 +9,7 @@ log-prob helper and loss) in seconds.
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -601,3 +602,13 @@ def test_paired_gain_pairs_by_question_and_refuses_other_question_sets():
         paired_gain(before, PolicyEvaluation(1.0, 4, after.rewards, 1.0))
     with pytest.raises(ValueError, match="7 rewards do not split into questions of 2 rollouts"):
         PolicyEvaluation(1.0, 2, after.rewards[:7], 1.0).standard_error
+
+
+def test_checkpointing_defaults_to_the_current_name_and_the_old_one_still_works(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # TRL 1.16's default set the deprecated name
+        config = MultiConvGRPOConfig(output_dir=str(tmp_path), bf16=False)
+    assert config.activation_checkpointing is True and config.gradient_checkpointing is True  # TRL's default, mirrored
+    with pytest.warns(FutureWarning, match="gradient_checkpointing"):
+        legacy = MultiConvGRPOConfig(output_dir=str(tmp_path), bf16=False, gradient_checkpointing=False)
+    assert legacy.activation_checkpointing is False
