@@ -15,6 +15,11 @@ from langgraph_memagent.evals.scoring import score
 # Seeds whose ~3K-token haystacks the 135M model answers under greedy decoding
 # (measured: 5 of seeds 0-5; seed 0's needle at depth 4% sends it into a loop).
 SEEDS = (1, 2)
+# A padded batch's float32 sums differ slightly from a lone request's, which can flip a
+# near-tie greedy token: seed 1 once lost its needle in a batched run of the full suite
+# (fresh clone, 2026-11-24) though it never did alone. Seeds 2 and 3 held it alone and in
+# every batch order tried (2+3, 3+2, 2+4, 4+2, 3+4, 1+2).
+BATCH_SEEDS = (2, 3)
 BUDGET = {"chunk_tokens": 1000, "memory_tokens": 128, "answer_tokens": 64}
 
 
@@ -39,7 +44,7 @@ def test_embedded_model_finds_the_needle(greedy_model, smollm2_codec):
 @pytest.mark.embedded
 def test_embedded_model_batch_answers_every_document(greedy_model, smollm2_codec):
     graph = build_memagent_graph(greedy_model, **BUDGET)
-    samples = [_sample(smollm2_codec, seed) for seed in SEEDS]
+    samples = [_sample(smollm2_codec, seed) for seed in BATCH_SEEDS]
     before = greedy_model.engine.batches_run
     results = graph.batch([{"question": s.question, "document": s.document} for s in samples], {"max_concurrency": 2})
     for sample, result in zip(samples, results):
