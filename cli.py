@@ -277,6 +277,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _number(kind: type, *, low: float, low_open: bool = False, high: float | None = None, what: str) -> Any:
+    """An argparse type: ``kind`` within bounds, else a message naming the value and what was expected."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < low or (low_open and value == low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
     """The model flags every command shares (read back by :func:`_model`)."""
     group = parser.add_argument_group("model")
@@ -286,15 +301,15 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tokenizer", help="tokenizer for exact token counts (chunking, sample lengths): a local dir/name or tiktoken:<encoding> (default: the model's own)")
     group.add_argument(
         "--temperature",
-        type=float,
+        type=_number(float, low=0.0, what="a temperature >= 0 (0 = greedy)"),
         help="sampling temperature, 0 = greedy (default: the model's own: greedy for smollm2-135m, the generation config "
         "for hf:, the server's for vllm:/openai:). --temperature 0.7 alone is the MemAgent paper's evaluation sampling",
     )
     group.add_argument(
-        "--top-p", type=float, help="nucleus sampling mass (default: the generation config's, else the MemAgent paper's 0.95; servers: their own)"
+        "--top-p", type=_number(float, low=0.0, low_open=True, high=1.0, what="a top_p in (0, 1]"), help="nucleus sampling mass (default: the generation config's, else the MemAgent paper's 0.95; servers: their own)"
     )
-    group.add_argument("--timeout", type=float, default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
-    group.add_argument("--max-retries", type=int, default=2, help="retries per server request (default: %(default)s)")
+    group.add_argument("--timeout", type=_number(float, low=0.0, low_open=True, what="a positive number of seconds"), default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
+    group.add_argument("--max-retries", type=_number(int, low=0, what="a whole number of retries >= 0"), default=2, help="retries per server request (default: %(default)s)")
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:

@@ -53,9 +53,14 @@ def answer_is_content(text: str) -> str | None:
 
 
 def extract_answer(response: str, style: FinalPromptStyle = "boxed") -> str | None:
-    """The answer a final reply gives under the prompt ``style``; ``None`` if it gives none."""
-    if style == "boxed":
-        return last_boxed_content(response)
-    if style == "answer_is":
-        return answer_is_content(response)
-    raise ValueError(f"style must be 'boxed' or 'answer_is', got {style!r}")
+    """The answer a final reply gives under the prompt ``style``; ``None`` if it gives none.
+
+    An empty box or an empty "the answer is" gives no answer either.
+
+    >>> extract_answer(r"It is \\boxed{42}."), extract_answer(r"It is \\boxed{ }."), extract_answer("The answer is .", "answer_is")
+    ('42', None, None)
+    """
+    if style not in ("boxed", "answer_is"):
+        raise ValueError(f"style must be 'boxed' or 'answer_is', got {style!r}")
+    answer = last_boxed_content(response) if style == "boxed" else answer_is_content(response)
+    return answer if answer and answer.strip() else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
             raise ValueError(f"{spec!r} needs base_url=, the server's OpenAI endpoint, e.g. 'http://127.0.0.1:8000/v1'")
         if provider == "vllm":
             kwargs.setdefault("api_key", "EMPTY")
+        elif not kwargs.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
+            raise ValueError(f"{spec!r} needs an API key: pass api_key= (--api-key) or set OPENAI_API_KEY")
         kwargs.setdefault("max_retries", 2)
         kwargs.setdefault("timeout", 600)
         return ChatOpenAI(model=name, **kwargs)

@@ -124,8 +124,11 @@ def _load_tokenizer(spec: str) -> TokenCodec:
             ) from error
     from transformers import AutoTokenizer
 
+    if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().is_dir():
+        # A path, not a hub name: say so, instead of the hub's "Repo id must use alphanumeric chars".
+        raise ValueError(f"tokenizer directory {spec!r} does not exist or is not a directory; {HOW_TO_PASS_A_TOKENIZER}")
     try:
-        return HFTokenCodec(AutoTokenizer.from_pretrained(spec), name=spec)
+        return HFTokenCodec(AutoTokenizer.from_pretrained(str(Path(spec).expanduser())), name=spec)
     except (OSError, ValueError) as error:
         raise ValueError(f"cannot load tokenizer {spec!r} ({error}); {HOW_TO_PASS_A_TOKENIZER}") from error
 

@@ -197,6 +197,30 @@ def test_vllm_without_base_url(capsys, document):
     assert_input_error(capsys, run("--document", str(document), "--model", "vllm:some-model"), "base_url")
 
 
+def test_openai_model_without_an_api_key(capsys, document, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert_input_error(capsys, run("--document", str(document), "--model", "openai:x"), "'openai:x' needs an API key", "--api-key")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [("--timeout", "-1", "a positive number of seconds"), ("--timeout", "0", "a positive number of seconds"),
+     ("--temperature", "-1", "a temperature >= 0"), ("--top-p", "1.5", "a top_p in (0, 1]"), ("--top-p", "0", "a top_p in (0, 1]"),
+     ("--max-retries", "-2", "a whole number of retries >= 0"), ("--temperature", "warm", "a temperature >= 0")],
+)
+def test_bad_model_flags_are_refused_before_anything_loads(capsys, document, option, value, expected):
+    with pytest.raises(SystemExit) as exit_info:
+        main(run("--document", str(document), option, value))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: expected {expected}" in err and f"got '{value}'" in err and "Traceback" not in err
+
+
+def test_missing_tokenizer_directory_says_so(capsys, document):
+    argv = run("--document", str(document), "--model", "vllm:m", "--base-url", "http://127.0.0.1:9/v1", "--tokenizer", "/nonexistent")
+    assert_input_error(capsys, argv, "tokenizer directory '/nonexistent' does not exist or is not a directory")
+
+
 def test_hosted_model_without_tokenizer_names_the_cli_option(capsys, document):
     argv = run("--document", str(document), "--model", "vllm:some-model", "--base-url", "http://127.0.0.1:9/v1")
     assert_input_error(capsys, argv, "no tokenizer", "--tokenizer")

@@ -78,7 +78,7 @@ def test_tokenizer_forms(embedded_model_dir, greedy_model):
     from_model = resolve_tokenizer(None, greedy_model)
     ids = [codec.encode_batch(["hello world"]) for codec in (by_dir, by_object, from_model)]
     assert ids[0] == ids[1] == ids[2]
-    with pytest.raises(ValueError, match="cannot load tokenizer '/no/such/dir'"):
+    with pytest.raises(ValueError, match="tokenizer directory '/no/such/dir' does not exist"):
         resolve_tokenizer("/no/such/dir")
     with pytest.raises(TypeError, match="unsupported tokenizer 42"):
         resolve_tokenizer(42)
