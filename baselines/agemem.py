@@ -44,12 +44,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import (
     Annotated,
     Any,
@@ -877,12 +875,9 @@ def _local_context_budget(model: BaseChatModel, turn_tokens: int, cap: int) -> i
     """A LocalChatModel's window minus the turn's generation, at most ``cap``; ``None`` for others."""
     from ..agents.local_model import LocalChatModel
 
-    if not isinstance(model, LocalChatModel):
+    window = model.context_window if isinstance(model, LocalChatModel) else None  # read without loading the weights
+    if window is None:
         return None
-    if model._engine is not None:
-        window = model._engine.model.config.max_position_embeddings
-    else:  # read from the model directory, so building the graph does not load the weights
-        window = json.loads((Path(model.model_path) / "config.json").read_text())["max_position_embeddings"]
     return max(1, min(cap, window - turn_tokens))
 
 

@@ -273,7 +273,9 @@ def _model_window_budget(model: BaseChatModel, answer_tokens: int) -> int:
             "pass build_full_context_graph(model, max_input_tokens=<context window - answer_tokens>), "
             "e.g. max_input_tokens=7168 for an 8K window with answer_tokens=1024"
         )
-    window = model.engine.model.config.max_position_embeddings
+    window = model.context_window
+    if window is None:
+        raise ValueError(f"the model directory {model.model_path!r} does not say its window: pass max_input_tokens")
     if window <= answer_tokens:
         raise ValueError(f"answer_tokens={answer_tokens} leaves no room in the model's {window}-token window")
     return window - answer_tokens

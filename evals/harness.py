@@ -587,12 +587,8 @@ def _context_window(config: ComparisonConfig, model: BaseChatModel) -> int | Non
 
 
 def local_model_window(model: BaseChatModel) -> int | None:
-    """A local model's ``max_position_embeddings`` from its ``config.json`` (None for servers)."""
-    model_path = getattr(model, "model_path", None)
-    config_file = Path(model_path) / "config.json" if model_path else None
-    if config_file is not None and config_file.is_file():
-        return json.loads(config_file.read_text(encoding="utf-8")).get("max_position_embeddings")
-    return None
+    """A local model's window in tokens (None for servers, which do not report one)."""
+    return getattr(model, "context_window", None)
 
 
 @dataclass
