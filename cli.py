@@ -153,6 +153,9 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
 
     from .agents import describe_decoding
 
+    if not args.checkpoint and (args.thread_id or args.restart):
+        flag = "--thread-id" if args.thread_id else "--restart"
+        raise CliError(f"{flag} needs --checkpoint DB: without a checkpoint file no thread outlives the run")
     model = _model(args)
     if args.checkpoint:
         from langgraph.checkpoint.sqlite import SqliteSaver
@@ -340,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Generate a ~16K-token needle-in-a-haystack document (twice the embedded model's "
         "8K window) and answer it with MemAgent, showing every memory update. Greedy decoding by default.",
     )
-    demo.add_argument("--tokens", type=int, default=16_000, help="document length in tokens (default: %(default)s)")
+    demo.add_argument("--tokens", type=_number(int, low=1, what="a positive number of tokens"), default=16_000, help="document length in tokens (default: %(default)s)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the generated document (default: %(default)s)")
     _add_model_options(demo)
     demo.set_defaults(handler=cmd_demo, temperature=0.0)

@@ -164,8 +164,12 @@ def _encoded_groups(text: str, codec: TokenCodec) -> Iterator[list[int]]:
         yield [token for ids in codec.encode_batch(group) for token in ids]
 
 
-def encode_long(text: str, codec: TokenCodec) -> list[int]:
-    """Token ids of ``text`` without special tokens, encoding segments in batches."""
+def encode_long(text: str, codec: TokenCodec | Any) -> list[int]:
+    """Token ids of ``text`` without special tokens, encoding segments in batches.
+
+    ``codec`` is anything :func:`resolve_tokenizer` accepts (a transformers tokenizer too).
+    """
+    codec = resolve_tokenizer(codec)
     return [token for ids in _encoded_groups(text, codec) for token in ids]
 
 
@@ -177,15 +181,17 @@ def _cut(ids: list[int], codec: TokenCodec, chunk_tokens: int) -> int:
     return chunk_tokens - back if chunk_tokens - back > 0 else chunk_tokens
 
 
-def iter_chunks(text: str, codec: TokenCodec, chunk_tokens: int) -> Iterator[str]:
+def iter_chunks(text: str, codec: TokenCodec | Any, chunk_tokens: int) -> Iterator[str]:
     """Chunks of at most ``chunk_tokens`` tokens, produced while the text is still being encoded.
 
     Same chunks as :func:`chunk_text`, but memory stays bounded by one batch of segments
     (~260K characters) beyond the chunks the caller keeps: the ids of the whole document
-    (~140 bytes per token as Python ints) are never held at once.
+    (~140 bytes per token as Python ints) are never held at once. ``codec`` is anything
+    :func:`resolve_tokenizer` accepts.
     """
     if chunk_tokens < 1:
         raise ValueError(f"chunk_tokens must be a positive number of tokens, got {chunk_tokens!r}")
+    codec = resolve_tokenizer(codec)
     pending: list[int] = []
     for group in _encoded_groups(text, codec):
         pending.extend(group)
@@ -201,7 +207,7 @@ def iter_chunks(text: str, codec: TokenCodec, chunk_tokens: int) -> Iterator[str
         yield from codec.decode_batch([pending])
 
 
-def chunk_text(text: str, codec: TokenCodec, chunk_tokens: int) -> list[str]:
+def chunk_text(text: str, codec: TokenCodec | Any, chunk_tokens: int) -> list[str]:
     """Split ``text`` into chunks of at most ``chunk_tokens`` tokens, MemAgent's way.
 
     Encode once, slice the ids, decode each slice. Unlike the reference, a cut never

@@ -542,7 +542,13 @@ def _repair_torn_tail(path: Path) -> None:
     if path.is_file() and path.stat().st_size:
         text = path.read_text(encoding="utf-8")
         if not text.endswith("\n"):
-            _write_atomic(path, text[: text.rfind("\n") + 1])
+            kept = text[: text.rfind("\n") + 1]
+            print(
+                f"note: {path}: dropped a torn last line ({len(text) - len(kept)} characters, from an interrupted run); "
+                "its sample runs again",
+                file=sys.stderr,
+            )
+            _write_atomic(path, kept)
 
 
 def _manifest(config: ComparisonConfig, model: BaseChatModel, codec: Any) -> dict[str, Any]:

@@ -429,6 +429,11 @@ def _locomo_conversations(data: Any, path: PathLike) -> list[tuple[str, dict, li
     for index, item in enumerate(data):
         if isinstance(item, dict) and "conversation" in item:  # locomo10.json
             conversation = _field(item, "conversation", path, index, dict)
+        elif isinstance(item, dict) and "speaker_a" not in item:
+            raise DataFileError(
+                f"{path}: record {index} has no field 'conversation' (locomo10.json layout) nor 'speaker_a' (one "
+                f"conversation per file) (its fields: {', '.join(item) or 'none'})"
+            )
         else:  # one conversation per file, fields at the top level
             conversation = item
         _field(conversation, "speaker_a", path, index, str)
@@ -532,13 +537,13 @@ def load_records(
     if isinstance(data, dict) and "data" in data:
         _needs("num_docs", num_docs, path, "SQuAD")
         return load_squad(path, num_docs, seed)
-    if isinstance(data, dict) and ("speaker_a" in data or "conversation" in data):
+    if isinstance(data, dict) and ("speaker_a" in data or "conversation" in data or "qa" in data):
         return load_locomo(path, include_adversarial=include_adversarial)
     first = _expect_list(data, path, "a JSON list of records or a JSON object (SQuAD, LoCoMo)")[0]
     keys = set(first) if isinstance(first, dict) else set()
     if {"question", "document", "answers", "task"} <= keys:
         return _saved_records(data, path)
-    if "conversation" in keys or {"speaker_a", "qa"} <= keys:
+    if "conversation" in keys or "qa" in keys:  # LoCoMo, both layouts (its loader names a missing field)
         return load_locomo(path, include_adversarial=include_adversarial)
     if {"context", "input"} <= keys:
         return load_memagent_eval(path, pool, **({"task": task} if task else {}))

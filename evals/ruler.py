@@ -46,7 +46,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
-from ..agents.tokenizers import TokenCodec, encode_long
+from ..agents.tokenizers import TokenCodec, encode_long, resolve_tokenizer
 from .essays import essay_sentences, essay_slice
 from .records import AnswerMode, Sample
 
@@ -448,7 +448,7 @@ def generate_task(
     task: str,
     target_tokens: int | None,
     *,
-    codec: TokenCodec,
+    codec: TokenCodec | Any,
     num_samples: int = 1,
     seed: int = 0,
     **task_options: Any,
@@ -460,7 +460,9 @@ def generate_task(
     haystack, RULER's ``num_needle_k``, default 4), ``num_chains``/``num_hops`` (vt, RULER defaults 1 and 4),
     ``alpha``/``vocab_size``/``coded_word_length`` (fwe, RULER defaults 2.0, 2000, 6),
     ``num_docs``/``kind`` (QA: a fixed document count in place of ``target_tokens``, and
-    ``"bridge"`` or ``"comparison"`` questions only).
+    ``"bridge"`` or ``"comparison"`` questions only). ``codec`` sizes the documents: a
+    transformers tokenizer (``model.tokenizer``), a tokenizer directory, ``"tiktoken:<name>"``
+    or a :class:`TokenCodec`.
 
     >>> import tiktoken
     >>> from langgraph_memagent.agents.tokenizers import TiktokenCodec
@@ -478,6 +480,7 @@ def generate_task(
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
     if not isinstance(num_samples, int) or num_samples < 1:
         raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+    codec = resolve_tokenizer(codec)
     if task in MULTIHOP_TASKS:
         from .multihop import multihop_sample as generator
     else:

@@ -62,12 +62,30 @@ def add_usage(usage: TokenUsage, reply: BaseMessage) -> TokenUsage:
     }
 
 
+def describe_error(error: BaseException) -> str:
+    """``"<type>: <message>"``, plus the server's reason when the client left it out.
+
+    The OpenAI client puts only an ``error.message`` field of a reply body into its message;
+    servers built on FastAPI (``transformers serve``) answer ``{"detail": ...}`` instead, and
+    without it an HTTP 400 would say nothing about why.
+
+    >>> describe_error(ValueError("bad"))
+    'ValueError: bad'
+    """
+    text = f"{type(error).__name__}: {error}"
+    body = getattr(error, "body", None)
+    reason = body.get("detail") or body.get("message") if isinstance(body, dict) else body
+    if reason and str(reason) not in text:
+        text += f" (server said: {reason})"
+    return text
+
+
 def call_model(runnable: Any, messages: Sequence[BaseMessage], step: str, model: Any) -> BaseMessage:
     """``runnable.invoke(messages)``; a failure names ``step`` and ``model``'s endpoint."""
     try:
         return runnable.invoke(list(messages))
     except Exception as error:
-        raise ModelCallError(f"{step}: model call to {describe_endpoint(model)} failed: {type(error).__name__}: {error}") from error
+        raise ModelCallError(f"{step}: model call to {describe_endpoint(model)} failed: {describe_error(error)}") from error
 
 
 async def acall_model(runnable: Any, messages: Sequence[BaseMessage], step: str, model: Any) -> BaseMessage:
@@ -75,4 +93,4 @@ async def acall_model(runnable: Any, messages: Sequence[BaseMessage], step: str,
     try:
         return await runnable.ainvoke(list(messages))
     except Exception as error:
-        raise ModelCallError(f"{step}: model call to {describe_endpoint(model)} failed: {type(error).__name__}: {error}") from error
+        raise ModelCallError(f"{step}: model call to {describe_endpoint(model)} failed: {describe_error(error)}") from error

@@ -79,3 +79,23 @@ async def test_memagent_async_through_the_server(served_model, embedded_model_di
     graph = build_memagent_graph(model, tokenizer=str(embedded_model_dir), **BUDGET)
     sample = _sample(smollm2_codec, SEEDS[1])
     _assert_found(sample, await graph.ainvoke({"question": sample.question, "document": sample.document}))
+
+
+@pytest.mark.server
+def test_a_server_400_is_one_clear_error_never_an_empty_memory(served_model, embedded_model_dir, capsys, tmp_path):
+    """A server that refuses a request (vLLM answers 400 to a prompt beyond its window; this
+    ``transformers serve`` answers 400 to a model name it does not serve) stops the run with
+    one line naming the step, the endpoint and the server's reason: no memory is made up."""
+    from langgraph_memagent.cli import main
+
+    document = tmp_path / "doc.txt"
+    document.write_text("The grass is green. " * 50, encoding="utf-8")
+    argv = ["run", "--question", "What color is the grass?", "--document", str(document), "--model", "vllm:not-served",
+            "--base-url", served_model, "--tokenizer", str(embedded_model_dir), "--max-retries", "1"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    (line,) = [line for line in err.splitlines() if line.startswith("memagent: error:")]
+    assert "Traceback" not in err
+    for needle in ("memory update for chunk 0", served_model, "Error code: 400", "server said: Server is pinned"):
+        assert needle in line, line
+    assert "answer:" not in out and "memory" not in out

@@ -116,7 +116,7 @@ def test_run_scores_every_sample_and_records_each_call(tmp_path):
     assert {record["length"] for record in records} == {"600", "1.17K"}
 
 
-def test_resume_runs_only_missing_samples(tmp_path, monkeypatch):
+def test_resume_runs_only_missing_samples(tmp_path, monkeypatch, capsys):
     model = scripted()
     first = run_comparison(config(tmp_path), model)
     lines = first.results.read_text().splitlines(keepends=True)
@@ -128,6 +128,7 @@ def test_resume_runs_only_missing_samples(tmp_path, monkeypatch):
     # Samples come from the cache: generating again would be a bug.
     monkeypatch.setattr("langgraph_memagent.evals.ruler.generate_task", lambda *a, **k: pytest.fail("regenerated"))
     second = run_comparison(config(tmp_path), model)
+    assert f"note: {first.results}: dropped a torn last line" in capsys.readouterr().err
     assert len(model.prompts) - calls_before == sum(record["llm_calls"] for record in lost)
     records = read_results(second.results)
     assert len(records) == 4 and all(record["score"] == 1.0 for record in records)

@@ -215,3 +215,16 @@ def test_sdk_bad_input_is_a_readable_run_error(server_url) -> None:
     result = client.runs.wait(None, "memagent", input={"question": QUESTION, "document": "  "}, raise_error=False)
     assert result["__error__"]["error"] == "ValueError"
     assert "input 'document' must be a non-empty string" in result["__error__"]["message"]
+
+
+@pytest.mark.server
+@pytest.mark.embedded
+def test_readme_sdk_block_runs_against_langgraph_dev(server_url) -> None:
+    """The README's SDK example, as written, against the real server (only its port differs)."""
+    from readme import readme_blocks
+
+    (block,) = [block for block in readme_blocks("python") if "langgraph_sdk" in block.code]
+    assert "http://127.0.0.1:2024" in block.code
+    namespace = {"text": DOCUMENT}
+    exec(compile(block.code.replace("http://127.0.0.1:2024", server_url), f"README.md:{block.line}", "exec"), namespace)  # noqa: S102
+    assert namespace["out"]["chunks_read"] == 2 and "answer" in namespace["out"]

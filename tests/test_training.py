@@ -210,7 +210,7 @@ def test_presets_and_command_line():
     assert config.reward_metric == "string_match_all" and config.use_lora and config.bf16 is False
     assert set(PRESETS) == {"paper-7b", "cpu-smoke"}
     assert PRESETS["paper-7b"]["reward_metric"] == "strict_boxed"
-    with pytest.raises(SystemExit, match="unknown --preset 'paper-70b'"):
+    with pytest.raises(ValueError, match="unknown --preset 'paper-70b'"):
         parse_config(["--preset", "paper-70b"])
     # The smoke preset's one-distractor setting belongs to its task: another --task drops it.
     assert config.num_keys == 2

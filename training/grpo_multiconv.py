@@ -134,6 +134,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import pad, use_adapter
 
 from ..evals.locomo_scoring import LLMJudge
+from ..evals.ruler import TASKS
 from ..evals.scoring import METRICS
 from .rewards import AgeMemReward, AgeMemRewardConfig, AnswerReward, JudgeFreeSumerReward, SubmittedAnswersOnly, SumerReward, gold_answers
 from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
@@ -337,7 +338,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         if self.bf16 is None:
             # TRL defaults bf16 to True, which fails on machines without CUDA.
             self.bf16 = torch.cuda.is_available() and not self.fp16
-        # Fields left unset take the graph's defaults (a custom graph name keeps them unset).
+        # Fields left unset take the graph's defaults.
         for name, value in GRAPH_DEFAULTS.get(self.graph, {}).items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
@@ -350,51 +351,78 @@ class MultiConvGRPOConfig(GRPOConfig):
                 "agemem": (self.turn_tokens,),
             }.get(self.graph, (self.memory_tokens, self.answer_tokens))
             self.max_completion_length = max(limits)
+        problems = self.problems()
+        if problems:
+            # One line per bad field, all at once, before TRL's own checks (which stop at the first).
+            raise ValueError("\n".join(problems))
+        super().__post_init__()
+
+    def problems(self) -> list[str]:
+        """One line per bad field of this config; ``__post_init__`` raises them all together, before
+        anything loads, so a command line with three bad flags names all three."""
+        problems = []
         choices = {
             "finetuning": ("auto", "lora", "full"),
             "loss_aggregation": ("token", "rollout"),
             "final_prompt": ("boxed", "answer_is"),
+            "graph": tuple(GRAPH_BUILDERS),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+                problems.append(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
         if self.reward_metric is not None and self.reward_metric not in METRICS:
-            raise ValueError(f"reward_metric must be one of {list(METRICS)}, got {self.reward_metric!r}")
+            problems.append(f"reward_metric must be one of {list(METRICS)}, got {self.reward_metric!r}")
         if self.graph == "sumer" and self.reward_metric not in (None, "f1"):
-            raise ValueError(
+            problems.append(
                 f"reward_metric for graph 'sumer' must be unset (SUMER's J x F1, with judge_model) or 'f1' (the "
                 f"judge-free fallback), got {self.reward_metric!r}"
             )
         if self.graph == "sumer" and self.reward_metric == "f1" and self.judge_model is not None:
-            raise ValueError(
+            problems.append(
                 f"graph 'sumer' got both judge_model={self.judge_model!r} (J x F1) and reward_metric='f1' (judge-free "
                 "F1); give one"
             )
+        if self.num_generations is not None and self.num_generations < 2:
+            problems.append(
+                f"num_generations must be >= 2 (a group advantage compares rollouts of one question), got {self.num_generations!r}"
+            )
+        if not self.learning_rate > 0:
+            problems.append(f"learning_rate must be > 0, got {self.learning_rate!r}")
         positive = (
             "chunk_tokens", "memory_tokens", "answer_tokens", "turn_tokens", "max_context_tokens", "max_turns",
             "max_parallel_calls", "agemem_turns_per_message", "agemem_stage_turns", "agemem_turn_limit",
-            "judge_max_tokens", "generation_max_batch_size", "num_train_samples",
+            "judge_max_tokens", "generation_max_batch_size", "num_train_samples", "target_tokens", "num_keys",
+            "per_device_train_batch_size",
         )
         for name in positive:
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.agemem_distractor_messages < 0:
-            raise ValueError(f"agemem_distractor_messages must be >= 0, got {self.agemem_distractor_messages!r}")
-        if self.dynamic_sampling_rounds < 0:
-            raise ValueError(f"dynamic_sampling_rounds must be >= 0 (0 = off), got {self.dynamic_sampling_rounds!r}")
-        if self.rollout_concurrency < 0:
-            raise ValueError(f"rollout_concurrency must be >= 0 (0 = all at once), got {self.rollout_concurrency!r}")
+                problems.append(f"{name} must be a positive integer, got {value!r}")
+        non_negative = {
+            "agemem_distractor_messages": "",
+            "dynamic_sampling_rounds": " (0 = off)",
+            "rollout_concurrency": " (0 = all at once)",
+        }
+        for name, note in non_negative.items():
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
+        if self.train_file is not None and not Path(self.train_file).is_file():
+            problems.append(f"train_file {self.train_file!r} does not exist or is not a file")
+        if self.train_file is None and self.task not in TASKS:
+            problems.append(f"task must be one of {list(TASKS)}, got {self.task!r}")
+        model = self.model_name_or_path
+        if model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
+            problems.append(f"model_name_or_path {model!r} does not exist or is not a directory")
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
             # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
             # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
             # mode needs TRL's own generate to wake the engine.
-            raise ValueError(
+            problems.append(
                 f"vllm_mode='colocate' with vllm_tensor_parallel_size={self.vllm_tensor_parallel_size} and "
                 f"vllm_enable_sleep_mode={self.vllm_enable_sleep_mode} is not supported: rollouts need tensor parallel "
                 "size 1 and no sleep mode when colocated; use vllm_mode='server' for a model that needs several GPUs"
             )
-        super().__post_init__()
+        return problems
 
     @property
     def use_lora(self) -> bool:
@@ -990,10 +1018,15 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
         import pandas
 
         raw = pandas.read_parquet(path).to_dict(orient="records")
-    elif path.suffix == ".jsonl":
-        raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     else:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            if path.suffix == ".jsonl":
+                raw = [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                raw = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"train_file {str(path)!r} is not valid JSON{' lines' if path.suffix == '.jsonl' else ''}: {error}") from None
     if not isinstance(raw, list):
         raise ValueError(f"train_file {str(path)!r} must hold a list of records, got {type(raw).__name__}")
     records = []
@@ -1428,6 +1461,7 @@ _DESCRIPTION = (
     "--task, their num_keys is not applied."
 )
 # Preset values that only mean something for MemAgent (its verifier and its chunk size).
+_PROG = "grpo_multiconv"
 _MEMAGENT_ONLY = ("reward_metric", "chunk_tokens")
 # Preset values that only mean something for the preset's own task (dropped with --task).
 _TASK_ONLY = ("num_keys",)
@@ -1449,7 +1483,7 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     known = early.parse_known_args(argv)[0]
     preset = known.preset
     if preset is not None and preset not in PRESETS:
-        raise SystemExit(f"unknown --preset {preset!r}; expected one of {sorted(PRESETS)}")
+        raise ValueError(f"unknown --preset {preset!r}; expected one of {sorted(PRESETS)}")
     parser = HfArgumentParser(MultiConvGRPOConfig, description=_DESCRIPTION)
     if preset is not None:
         defaults = PRESETS[preset]
@@ -1492,13 +1526,15 @@ def lora_config(config: MultiConvGRPOConfig) -> Any:
     )
 
 
-def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
-    """The training rows: ``train_file`` if given, else generated ``task`` samples."""
+def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[dict[str, Any]] | None = None) -> Any:
+    """The training rows: ``records`` (already read from ``train_file``), ``train_file``, or generated ``task`` samples."""
     from datasets import Dataset
 
     from ..agents.tokenizers import resolve_tokenizer
 
-    if config.train_file:
+    if records is not None:
+        pass
+    elif config.train_file:
         records = load_training_file(config.train_file)
     else:
         records = generate_samples(
@@ -1515,9 +1551,17 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     """Train from the command line; returns the process exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    config = parse_config(argv)
+    try:
+        # Everything a user can get wrong is checked before the policy loads: the config (all bad
+        # fields at once, then TRL's own checks) and the training file.
+        config = parse_config(argv)
+        records = load_training_file(config.train_file) if config.train_file else None
+    except (ValueError, OSError) as error:
+        for line in str(error).splitlines():
+            print(f"{_PROG}: error: {line}", file=sys.stderr)
+        return 2
     model, tokenizer = load_policy(config)
-    dataset = training_dataset(config, tokenizer)
+    dataset = training_dataset(config, tokenizer, records)
     trainer = MultiConvGRPOTrainer(
         model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=lora_config(config)
     )

@@ -1,0 +1,74 @@
+"""Every code block of the README runs (Python) or parses (shell commands), so no example rots.
+
+The Python blocks run in order in one namespace, like a reader pasting them into a session,
+on the embedded model with small inputs; the block that needs a running ``langgraph dev``
+runs in ``test_langgraph_server.py`` against the real server. Shell commands of this
+package's CLIs are parsed by their own parsers (the runs themselves are the demo, the
+comparison tests and the benchmarks); other tools' commands are listed, so a new kind of
+command must be classified here.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+
+import pytest
+
+from langgraph_memagent.evals import generate_task, write_ruler_jsonl
+from readme import Block, readme_blocks, shell_commands
+
+SERVER_IMPORT = "langgraph_sdk"
+OTHER_TOOLS = {"make", "vllm", ".venv/bin/langgraph"}
+
+
+def _run_block(block: Block, namespace: dict) -> None:
+    code = compile(block.code, f"README.md:{block.line}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    result = eval(code, namespace)  # noqa: S307 - the README's own example code
+    if inspect.iscoroutine(result):  # a block with top-level `await`
+        asyncio.run(result)
+
+
+def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
+    monkeypatch.chdir(tmp_path)
+    # The files and names the README's examples assume the reader has.
+    haystack, short = generate_task("niah_single_1", 1200, codec=smollm2_codec, seed=7) + generate_task(
+        "niah_single_1", 200, codec=smollm2_codec, seed=8
+    )
+    (tmp_path / "haystack.txt").write_text(haystack.document, encoding="utf-8")
+    write_ruler_jsonl(generate_task("niah_single_1", 500, codec=smollm2_codec, num_samples=2), tmp_path / "niah_single_1/validation.jsonl")
+    inputs = [{"question": short.question, "document": short.document}] * 2
+    namespace = {"q": short.question, "d": short.document, "inputs": inputs, "__name__": "readme"}
+
+    blocks = [block for block in readme_blocks("python") if SERVER_IMPORT not in block.code]
+    assert len(blocks) == 3, [block.line for block in blocks]
+    for block in blocks:
+        _run_block(block, namespace)
+
+    assert namespace["result"]["chunks_read"] == 2 and set(namespace["result"]) >= {"answer", "memory", "usage"}
+    assert len(namespace["samples"]) == 8 and namespace["samples"][0].metric in ("any", "all")
+    assert len(namespace["records"]) == 2 and namespace["records"][0].answers
+    assert (tmp_path / "eval_niah.json").is_file() and (tmp_path / "runs.sqlite").is_file()
+
+
+@pytest.mark.parametrize("block", readme_blocks("bash"), ids=lambda block: f"README.md:{block.line}")
+def test_readme_shell_commands_parse(block: Block) -> None:
+    from langgraph_memagent.cli import build_parser
+    from langgraph_memagent.training.grpo_multiconv import parse_config
+
+    for command in shell_commands(block):
+        if command[0] == "memagent":
+            build_parser().parse_args(command[1:])
+        elif "training/grpo_multiconv.py" in command:
+            argv = command[command.index("training/grpo_multiconv.py") + 1 :]
+            if command[0] == "accelerate":  # a GPU command: bf16 is refused on this CPU machine
+                argv += ["--bf16", "false"]
+            if "--help" in argv:
+                with pytest.raises(SystemExit) as exit_info:
+                    parse_config(argv)
+                assert exit_info.value.code == 0
+            else:
+                parse_config(argv)
+        else:
+            assert command[0] in OTHER_TOOLS, f"README.md:{block.line}: classify {command[0]!r} in this test"
