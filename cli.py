@@ -1,4 +1,4 @@
-"""The ``memagent`` command: ``memagent demo`` and ``memagent run``.
+"""The ``memagent`` command: ``memagent demo``, ``memagent run`` and ``memagent compare``.
 
 Bad input gives one line on stderr and a non-zero exit (2 for bad arguments or files,
 1 when the model or server fails), never a traceback.
@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import time
 from contextlib import ExitStack
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -105,18 +106,11 @@ def _tokenizer_hint(args: argparse.Namespace, error: Exception) -> str:
 
 
 def _build_graph(args: argparse.Namespace, model: Any, checkpointer: Any) -> Any:
-    from .graphs import build_memagent_graph
+    from .graphs.registry import build_graph, default_graph_options
 
+    budget = {name: getattr(args, name) for name in ("chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt")}
     try:
-        return build_memagent_graph(
-            model,
-            chunk_tokens=args.chunk_tokens,
-            memory_tokens=args.memory_tokens,
-            answer_tokens=args.answer_tokens,
-            tokenizer=args.tokenizer,
-            final_prompt=args.final_prompt,
-            checkpointer=checkpointer,
-        )
+        return build_graph("memagent", model, replace(default_graph_options(args.model), **budget), args.tokenizer, checkpointer=checkpointer)
     except (ValueError, TypeError) as error:
         raise CliError(_tokenizer_hint(args, error)) from error
 
@@ -232,10 +226,10 @@ def _report(values: dict, seconds: float, gold: list[str] | None = None) -> dict
 
 def _fill_budget(args: argparse.Namespace) -> None:
     """Budget flags left unset take the model's defaults, as ``memagent compare`` does."""
-    from .evals.harness import default_graph_options
+    from .graphs.registry import default_graph_options
 
     defaults = default_graph_options(args.model)
-    for name in ("chunk_tokens", "memory_tokens", "answer_tokens"):
+    for name in ("chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt"):
         if getattr(args, name) is None:
             setattr(args, name, getattr(defaults, name))
 
@@ -315,6 +309,15 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-retries", type=_number(int, low=0, what="a whole number of retries >= 0"), default=2, help="retries per server request (default: %(default)s)")
 
 
+def add_graph_options(group: Any, names: Sequence[str] | None = None) -> None:
+    """Flags for the registry's graph options (all, or ``names``), made from their help and paper defaults."""
+    from .graphs.registry import option_flags
+
+    for flag, keywords in option_flags():
+        if names is None or flag[2:].replace("-", "_") in names:
+            group.add_argument(flag, **keywords)
+
+
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
     add_backend_options(parser)
     group = parser.add_argument_group(
@@ -322,10 +325,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "Token budgets default to 1000/128/64 (chunk/memory/answer) for smollm2-135m, which ran every 1024-token memory update to its limit, "
         "and to the MemAgent paper's 5000/1024/1024 for other models.",
     )
-    group.add_argument("--chunk-tokens", type=int, help="document tokens per memory update")
-    group.add_argument("--memory-tokens", type=int, help="memory size limit in tokens")
-    group.add_argument("--answer-tokens", type=int, help="answer length limit in tokens")
-    group.add_argument("--final-prompt", choices=("boxed", "answer_is"), default="boxed", help="final answer format (default: %(default)s)")
+    add_graph_options(group, ("chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt"))
     group.add_argument("--checkpoint", metavar="DB", help="SQLite checkpoint file; an interrupted run resumes when re-run with the same inputs")
     group.add_argument(
         "--thread-id", help="checkpoint thread id (default: derived from the inputs); a thread resumes only with the inputs that started it"
@@ -357,10 +357,108 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="also print the result as one JSON line")
     _add_model_options(run)
     run.set_defaults(handler=cmd_run)
-    from .evals.harness import add_compare_parser
-
     add_compare_parser(commands)
     return parser
+
+
+# memagent compare -------------------------------------------------------------------------------
+
+
+def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
+    """Register ``memagent compare`` on the CLI's sub-parsers."""
+    from .graphs.registry import GRAPHS
+
+    parser = commands.add_parser(
+        "compare",
+        help="compare graphs (MemAgent, full context, RAG, ...) on the same samples across lengths",
+        description="Run every graph on the same samples (generated tasks at several lengths, or --data files), "
+        "resumably, and write accuracy and cost tables (markdown, CSV) and plots to --out.",
+    )
+    what = parser.add_argument_group("what to compare")
+    what.add_argument("--graphs", default="memagent,full_context,rag", help=f"comma-separated graphs, from: {', '.join(GRAPHS)} (default: %(default)s)")
+    what.add_argument("--task", help="generated task(s), comma-separated (default: niah_single_1)")
+    what.add_argument("--lengths", help="generated lengths in tokens, e.g. 4k,8k,16k,32k (4k = 4096; default: 4k,8k,16k,32k)")
+    what.add_argument("--samples", type=int, default=8, help="generated samples per task and length (default: %(default)s)")
+    what.add_argument("--seed", type=int, default=0, help="seed of the generated samples (default: %(default)s)")
+    what.add_argument("--data", metavar="FILES", help="data files instead of --task/--lengths: comma list and/or globs, e.g. 'eval_*.json'")
+    what.add_argument("--pool", metavar="FILE", help="with --data: document pool for MemAgent eval files whose 'context' holds document indices")
+    what.add_argument("--num-docs", type=int, help="with --data: documents per question when building RULER-HotpotQA / RULER-SQuAD from HotpotQA or SQuAD files")
+    what.add_argument("--include-adversarial", action="store_true", help="with --data: keep LoCoMo's category-5 (adversarial) questions")
+    what.add_argument("--limit", type=int, help="with --data: a seeded random subset of at most N records per file (default: all)")
+    what.add_argument("--judge", metavar="MODEL", help="LoCoMo: model spec of the LLM judge (J); default: F1 and BLEU-1 only")
+    run = parser.add_argument_group("run")
+    run.add_argument("--out", default="results", metavar="DIR", help="output directory; re-running resumes (default: %(default)s)")
+    run.add_argument("--concurrency", type=int, default=8, help="samples in flight at once (default: %(default)s)")
+    run.add_argument("--retry-errors", action="store_true", help="re-run samples that recorded an error")
+    run.add_argument("--context-window", type=int, help="model window in tokens for the plots (default: a local model's own)")
+    run.add_argument("--flops-model", help="model for FLOP estimates: a preset (qwen2.5-7b, qwen2.5-14b, smollm2-135m) or a model dir (default: the model's own, if known)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_backend_options(parser)
+    add_graph_options(parser.add_argument_group("graphs (defaults: the demo's budget for smollm2-135m, the papers' otherwise)"))
+    parser.set_defaults(handler=cmd_compare)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    """A :class:`~langgraph_memagent.evals.harness.ComparisonConfig` from parsed ``memagent compare`` arguments."""
+    from .evals.harness import ComparisonConfig
+    from .evals.lengths import ComparisonError, parse_lengths
+    from .graphs.registry import default_graph_options
+
+    if args.data and (args.task or args.lengths):
+        raise ComparisonError("--data replaces --task and --lengths: give either --data or --task/--lengths, not both")
+    given = [
+        flag
+        for flag, value in (("--pool", args.pool), ("--num-docs", args.num_docs), ("--include-adversarial", args.include_adversarial), ("--limit", args.limit))
+        if value
+    ]
+    if given and not args.data:
+        raise ComparisonError(f"{', '.join(given)} only apply to --data files")
+    options = default_graph_options(args.model)
+    options = replace(options, **{f.name: getattr(args, f.name) for f in fields(options) if getattr(args, f.name) is not None})
+    return ComparisonConfig(
+        graphs=tuple(name.strip() for name in args.graphs.split(",") if name.strip()),
+        task=tuple(t.strip() for t in (args.task or "niah_single_1").split(",") if t.strip()),
+        lengths=tuple(parse_lengths(args.lengths or "4k,8k,16k,32k")),
+        samples=args.samples,
+        seed=args.seed,
+        data=(args.data,) if args.data else (),
+        data_options={
+            name: value
+            for name, value in (("pool", args.pool), ("num_docs", args.num_docs), ("include_adversarial", args.include_adversarial or None))
+            if value is not None
+        },
+        out=args.out,
+        model=args.model,
+        tokenizer=args.tokenizer,
+        graph_options=options,
+        limit=args.limit,
+        judge=args.judge,
+        concurrency=args.concurrency,
+        retry_errors=args.retry_errors,
+        context_window=args.context_window,
+        flops_model=args.flops_model,
+        progress=not args.quiet,
+    )
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``memagent compare``: run, then print the summary tables and where files went."""
+    from .evals.harness import BackendUnavailable, ComparisonError, run_comparison
+
+    try:
+        config = config_from_args(args)
+        model = _model(args)
+        result = run_comparison(config, model)
+    except ComparisonError as error:
+        raise CliError(str(error)) from error
+    except BackendUnavailable as error:
+        raise CliError(str(error), code=1) from error
+    except (ValueError, TypeError) as error:  # tokenizer resolution and graph builders
+        raise CliError(_tokenizer_hint(args, error)) from error
+    print(result.markdown)
+    print("wrote: " + ", ".join(str(path) for path in [result.results, *result.files]))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,7 @@
-"""The model side: chat-model backends, tokenizers and chunking, prompts, answer extraction."""
+"""What every graph is built from, below any graph: chat-model backends (embedded, ``hf:``, servers,
+vLLM), tool calling, tokenizers and chunking, prompts and answer extraction, the question-in
+answer-out contract with model-call accounting, the compiled-graph machinery, and the English
+prose that fills haystacks and distractors."""
 
 from .answers import extract_answer
 from .embedded import embedded_model_dir

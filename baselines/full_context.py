@@ -23,46 +23,33 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ..agents.answers import extract_answer
-from ..agents.prompts import FinalPromptStyle, fill_template
+from ..agents.calls import (
+    NO_USAGE,
+    AnswerOutput,
+    QuestionInput,
+    acall_model,
+    add_usage,
+    call_model,
+    positive_int,
+    validated_inputs,
+)
+from ..agents.compiled_graph import node
+from ..agents.loading import context_window
+from ..agents.prompts import ANSWER_FORMATS, FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import HFTokenCodec, TokenCodec, encode_long, resolve_tokenizer
-from ..graphs.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, add_usage, call_model
+
 
 TruncationMode = Literal["center", "error"]
 
-# MemAgent's final prompt with "a previous memory" replaced by "a document". The
-# document fills the {chunk} placeholder: fill_template substitutes in one literal pass.
-FULL_CONTEXT_BOXED_TEMPLATE = """You are presented with a problem and a document. Please answer the problem based on the document and put the answer in \\boxed{{}}.
-
-<problem> 
-{prompt}
-</problem>
-
-<document>
-{chunk}
-</document>
-
-Your answer:
-"""
-
-FULL_CONTEXT_ANSWER_IS_TEMPLATE = """You are presented with a problem and a document. Please answer the problem based on the document and format your response as follows "Therefore, the answer is (insert answer here)".
-
-<problem> 
-{prompt}
-</problem>
-
-<document>
-{chunk}
-</document>
-
-Your answer:
-"""
-
-FULL_CONTEXT_TEMPLATES: dict[str, str] = {"boxed": FULL_CONTEXT_BOXED_TEMPLATE, "answer_is": FULL_CONTEXT_ANSWER_IS_TEMPLATE}
+# MemAgent's final prompt with "a previous memory" replaced by "a document". The document fills
+# the {chunk} placeholder: fill_template substitutes in one literal pass.
+FULL_CONTEXT_TEMPLATES: dict[str, str] = {
+    style: answer_template(style, material="a document", based_on="the document", tag="document", slot="chunk") for style in ANSWER_FORMATS
+}
 
 
 class ContextOverflowError(ValueError):
@@ -81,17 +68,6 @@ class FullContextOutput(AnswerOutput, total=False):
 
 class FullContextState(FullContextOutput, total=False):
     document: str  # input only; cleared once the prompt is built
-
-
-def validated_inputs(state: dict[str, Any]) -> tuple[str, str]:
-    """The run's question and document, or a clear error naming the bad field."""
-    question, document = state.get("question"), state.get("document")
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
-    if not isinstance(document, str) or not document.strip():
-        shown = document if not isinstance(document, str) else document[:40]
-        raise ValueError(f"input 'document' must be a non-empty string, got {shown!r}")
-    return question, document
 
 
 def full_context_prompt(question: str, document: str, style: FinalPromptStyle = "boxed") -> str:
@@ -257,25 +233,15 @@ class _FullContextSteps:
         return self._update(fitted, reply)
 
 
-def _positive_tokens(name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer number of tokens, got {value!r}")
-    return value
-
-
 def _model_window_budget(model: BaseChatModel, answer_tokens: int) -> int:
-    """The local model's context window minus the answer budget; other models must say."""
-    from ..agents.local_model import LocalChatModel
-
-    if not isinstance(model, LocalChatModel):
-        raise ValueError(
-            f"max_input_tokens is required for {type(model).__name__} (only a LocalChatModel reports its window): "
-            "pass build_full_context_graph(model, max_input_tokens=<context window - answer_tokens>), "
-            "e.g. max_input_tokens=7168 for an 8K window with answer_tokens=1024"
-        )
-    window = model.context_window
+    """The model's context window minus the answer budget; a model whose window is unknown (a server) must say."""
+    window = context_window(model)
     if window is None:
-        raise ValueError(f"the model directory {model.model_path!r} does not say its window: pass max_input_tokens")
+        raise ValueError(
+            f"max_input_tokens is required for {type(model).__name__}: its context window is unknown (local models "
+            "read it from their config.json). Pass build_full_context_graph(model, max_input_tokens=<context window - "
+            "answer_tokens>), e.g. max_input_tokens=7168 for an 8K window with answer_tokens=1024"
+        )
     if window <= answer_tokens:
         raise ValueError(f"answer_tokens={answer_tokens} leaves no room in the model's {window}-token window")
     return window - answer_tokens
@@ -320,14 +286,14 @@ def build_full_context_graph(
         >>> result["truncated"], result["dropped_tokens"]                        # doctest: +SKIP
         (True, 8834)
     """
-    answer_tokens = _positive_tokens("answer_tokens", answer_tokens)
+    answer_tokens = positive_int("answer_tokens", answer_tokens, unit="number of tokens")
     if truncation not in ("center", "error"):
         raise ValueError(f"truncation must be 'center' or 'error', got {truncation!r}")
     if final_prompt not in FULL_CONTEXT_TEMPLATES:
         raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
     if max_input_tokens is None:
         max_input_tokens = _model_window_budget(model, answer_tokens)
-    max_input_tokens = _positive_tokens("max_input_tokens", max_input_tokens)
+    max_input_tokens = positive_int("max_input_tokens", max_input_tokens, unit="number of tokens")
     steps = _FullContextSteps(
         model,
         resolve_tokenizer(tokenizer, model),
@@ -337,7 +303,7 @@ def build_full_context_graph(
         final_prompt=final_prompt,
     )
     builder = StateGraph(FullContextState, input_schema=QuestionInput, output_schema=FullContextOutput)
-    builder.add_node("answer", RunnableCallable(steps.answer, steps.aanswer, trace=False))
+    builder.add_node("answer", node(steps.answer, steps.aanswer))
     builder.add_edge(START, "answer")
     builder.add_edge("answer", END)
     return builder.compile(name=name)

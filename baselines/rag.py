@@ -20,43 +20,21 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from ..agents.prompts import FinalPromptStyle, fill_template
+from ..agents.calls import AnswerOutput, QuestionInput, acall_model, call_model, positive_int, validated_inputs
+from ..agents.compiled_graph import node
+from ..agents.prompts import ANSWER_FORMATS, FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
-from ..graphs.calls import AnswerOutput, QuestionInput, acall_model, call_model
 from .embeddings import load_embeddings
-from .full_context import answer_update, validated_inputs
+from .full_context import answer_update
 
-RAG_BOXED_TEMPLATE = """You are presented with a problem and passages retrieved from a document. Please answer the problem based on the retrieved passages and put the answer in \\boxed{{}}.
 
-<problem> 
-{prompt}
-</problem>
-
-<passages>
-{chunk}
-</passages>
-
-Your answer:
-"""
-
-RAG_ANSWER_IS_TEMPLATE = """You are presented with a problem and passages retrieved from a document. Please answer the problem based on the retrieved passages and format your response as follows "Therefore, the answer is (insert answer here)".
-
-<problem> 
-{prompt}
-</problem>
-
-<passages>
-{chunk}
-</passages>
-
-Your answer:
-"""
-
-RAG_TEMPLATES: dict[str, str] = {"boxed": RAG_BOXED_TEMPLATE, "answer_is": RAG_ANSWER_IS_TEMPLATE}
+RAG_TEMPLATES: dict[str, str] = {
+    style: answer_template(style, material="passages retrieved from a document", based_on="the retrieved passages", tag="passages", slot="chunk")
+    for style in ANSWER_FORMATS
+}
 
 # Between retrieved chunks that were not neighbours in the document; neighbours are
 # joined as they were (chunks are contiguous slices, so they join back exactly).
@@ -238,8 +216,7 @@ def build_rag_graph(
         (32, [11, 12])
     """
     for option, value in (("chunk_tokens", chunk_tokens), ("top_k", top_k), ("answer_tokens", answer_tokens)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{option} must be a positive integer, got {value!r}")
+        positive_int(option, value)
     if final_prompt not in RAG_TEMPLATES:
         raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
     steps = _RagSteps(
@@ -252,8 +229,8 @@ def build_rag_graph(
         final_prompt=final_prompt,
     )
     builder = StateGraph(RagState, input_schema=QuestionInput, output_schema=RagOutput)
-    builder.add_node("retrieve", RunnableCallable(steps.retrieve, steps.aretrieve, trace=False))
-    builder.add_node("answer", RunnableCallable(steps.answer, steps.aanswer, trace=False))
+    builder.add_node("retrieve", node(steps.retrieve, steps.aretrieve))
+    builder.add_node("answer", node(steps.answer, steps.aanswer))
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "answer")
     builder.add_edge("answer", END)

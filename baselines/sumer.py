@@ -2,8 +2,7 @@
 
 SUMER ("Search in Uncompressed Memory via Experience Replay") keeps every raw message of a
 conversation as one memory item and lets the policy search it with two tools until it
-submits an answer. The defaults and episode rules are the paper's (see
-``shared/spec/baselines.md``): tools ``search_memory`` (semantic or keyword, filters by
+submits an answer. The defaults and episode rules are the paper's: tools ``search_memory`` (semantic or keyword, filters by
 speaker and session, each hit with the 2 messages before and after it) and
 ``submit_answer``; at most 5 tool calls per turn; the episode ends on ``submit_answer``,
 after 20 assistant turns, when the context window is exceeded, or on a turn without any
@@ -35,26 +34,28 @@ import asyncio
 import hashlib
 import json
 import math
-from typing import Annotated, Any, AsyncIterator, Iterator, Literal, Sequence, TypedDict
+from typing import Annotated, Any, Literal, Sequence, TypedDict
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..agents.answers import extract_answer
-from ..agents.prompts import FinalPromptStyle
+from ..agents.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, add_usage, call_model, positive_int
+from ..agents.compiled_graph import RecursionSizedGraph, node
+from ..agents.loading import context_window
+from ..agents.prompts import FinalPromptStyle, answer_template
 from ..agents.tokenizers import TokenCodec, encode_long, resolve_tokenizer
-from ..graphs.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, add_usage, call_model
-from .memory_bank import MemoryBank, MemoryGroup
+from .memory_bank import MemoryBank
+from .memory_index import MemoryGroup
+
 
 SearchMode = Literal["semantic", "keyword"]
 StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
@@ -121,18 +122,9 @@ Tools:
 
 Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. Search until you have the evidence, rewording or switching mode when a search finds nothing, then call submit_answer. Answer from the memory, not from guesses; give dates as the memory states them.{overview}"""
 
-SUMER_FORCED_ANSWER_TEMPLATE = """You are presented with a problem and memory found by searching {source}. You cannot search any more. Please answer the problem based on the memory found and put the answer in \\boxed{{}}.
-
-<problem> 
-{prompt}
-</problem>
-
-<memory>
-{memory}
-</memory>
-
-Your answer:
-"""
+# The answer at the turn cap: MemAgent's final prompt over what the searches found ({source} is
+# filled with "the conversation" or "the document").
+SUMER_FORCED_ANSWER_TEMPLATE = answer_template(material="memory found by searching {source}. You cannot search any more", based_on="the memory found")
 
 
 class SearchRecord(TypedDict):
@@ -521,38 +513,14 @@ def _render_results(mode: str, query: str | list[str], groups: list[MemoryGroup]
     return f"{len(groups)} matches for {mode} search {shown!r} (the matching line is marked with >):\n\n" + "\n\n".join(blocks)
 
 
-class SumerGraph(CompiledStateGraph):
-    """A compiled SUMER graph whose recursion limit always covers ``max_turns``.
+class SumerGraph(RecursionSizedGraph):
+    """A compiled SUMER graph whose recursion limit always covers ``max_turns`` (two steps a turn)."""
 
-    Each turn takes two graph steps (agent, tools); a caller's config may carry a small
-    default limit (langchain-core passes 25 on merge), so before each run the limit is
-    raised to what ``max_turns`` needs. A larger limit set by the caller is kept.
-    """
+    graph_attributes = ("sumer_steps_needed",)
+    sumer_steps_needed: int
 
-    def __init__(self, *args: Any, sumer_steps_needed: int, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        # Kept in __dict__, so Pregel.copy (with_config, ...) passes it on to the copy.
-        self.sumer_steps_needed = sumer_steps_needed
-
-    def _with_limit(self, config: RunnableConfig | None) -> RunnableConfig:
-        config = dict(config or {})
-        given = config.get("recursion_limit")
-        needed = self.sumer_steps_needed
-        config["recursion_limit"] = max(needed, given) if isinstance(given, int) and given > 0 else needed
-        return config
-
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        return super().stream(input, self._with_limit(config), **kwargs)
-
-    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
-        async for chunk in super().astream(input, self._with_limit(config), **kwargs):
-            yield chunk
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    def steps_needed(self, input: Any, config: RunnableConfig) -> int:
+        return self.sumer_steps_needed
 
 
 def _optional_codec(tokenizer: Any, model: BaseChatModel) -> TokenCodec | None:
@@ -600,8 +568,9 @@ def build_sumer_graph(
         max_context_tokens: prompt budget in tokens; when the next prompt would exceed it
             the episode ends with ``stop_reason="context_overflow"``. Counted with
             ``tokenizer`` (or the model's own), otherwise at 4 characters per token; the
-            prompt and completion tokens the model reports are always a floor. Default
-            ``None``: unlimited, for servers that enforce their own window.
+            prompt and completion tokens the model reports are always a floor. Default:
+            the model's window minus ``turn_tokens`` where the window is known (local
+            models), else unlimited (servers enforce their own window).
         force_answer: when the turn cap or the window ends the episode without an answer,
             make one tool-free call for it (``True``) or return ``answer=None``.
         tokenizer: counts context tokens and chunks documents (default: the model's own,
@@ -630,13 +599,17 @@ def build_sumer_graph(
         >>> result["stop_reason"], result["turns_used"] <= 5                          # doctest: +SKIP
         ('submitted', True)
     """
-    max_turns = _positive_int("max_turns", max_turns)
-    max_parallel_calls = _positive_int("max_parallel_calls", max_parallel_calls)
-    turn_tokens = _positive_int("turn_tokens", turn_tokens)
-    answer_tokens = _positive_int("answer_tokens", answer_tokens)
-    chunk_tokens = _positive_int("chunk_tokens", chunk_tokens)
+    max_turns = positive_int("max_turns", max_turns)
+    max_parallel_calls = positive_int("max_parallel_calls", max_parallel_calls)
+    turn_tokens = positive_int("turn_tokens", turn_tokens)
+    answer_tokens = positive_int("answer_tokens", answer_tokens)
+    chunk_tokens = positive_int("chunk_tokens", chunk_tokens)
+    window = context_window(model)
+    if max_context_tokens is None and window is not None:
+        # The episode ends on context overflow (SUMER): the next turn must still fit the window.
+        max_context_tokens = window - turn_tokens
     if max_context_tokens is not None:
-        max_context_tokens = _positive_int("max_context_tokens", max_context_tokens)
+        max_context_tokens = positive_int("max_context_tokens", max_context_tokens)
     if final_prompt not in ("boxed", "answer_is"):
         raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
     if not callable(getattr(model, "bind_tools", None)):
@@ -659,15 +632,14 @@ def build_sumer_graph(
         final_prompt=final_prompt,
     )
     builder = StateGraph(SumerState, input_schema=SumerInput, output_schema=SumerOutput)
-    builder.add_node("ingest", RunnableCallable(steps.ingest, steps.aingest, trace=False))
-    builder.add_node("agent", RunnableCallable(steps.agent, steps.aagent, trace=False))
-    builder.add_node("tools", RunnableCallable(steps.tools, steps.atools, trace=False))
-    builder.add_node("force_answer", RunnableCallable(steps.force, steps.aforce, trace=False))
+    builder.add_node("ingest", node(steps.ingest, steps.aingest))
+    builder.add_node("agent", node(steps.agent, steps.aagent))
+    builder.add_node("tools", node(steps.tools, steps.atools))
+    builder.add_node("force_answer", node(steps.force, steps.aforce))
     builder.add_edge(START, "ingest")
     builder.add_conditional_edges("ingest", steps.next_step, ["agent", "force_answer", END])
     builder.add_conditional_edges("agent", steps.next_step, ["tools", END])
     builder.add_conditional_edges("tools", steps.next_step, ["agent", "force_answer", END])
     builder.add_edge("force_answer", END)
     compiled = builder.compile(checkpointer=checkpointer, name=name)
-    attributes = {key: value for key, value in compiled.__dict__.items() if key != "__orig_class__"}
-    return SumerGraph(**attributes, sumer_steps_needed=2 * max_turns + _FIXED_STEPS)
+    return SumerGraph.from_compiled(compiled, sumer_steps_needed=2 * max_turns + _FIXED_STEPS)

@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS_DIR / "accuracy"), help="output directory (default: %(default)s)")
     args = parser.parse_args(argv)
 
-    from langgraph_memagent.evals.harness import ComparisonConfig, parse_lengths
+    from langgraph_memagent.evals.harness import ComparisonConfig
+    from langgraph_memagent.evals.lengths import parse_lengths
 
     config = ComparisonConfig(
         graphs=tuple(args.graphs.split(",")),

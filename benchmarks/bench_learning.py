@@ -109,15 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     from transformers.trainer_utils import get_last_checkpoint
 
     from langgraph_memagent.agents.tokenizers import resolve_tokenizer
-    from langgraph_memagent.training.grpo_multiconv import (
-        MultiConvGRPOTrainer,
-        generate_samples,
-        load_policy,
-        lora_config,
-        parse_config,
-        plot_reward_curve,
-        training_dataset,
-    )
+    from langgraph_memagent.training.data import generate_samples
+    from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config, training_dataset
+    from langgraph_memagent.training.reward_curve import plot_reward_curve
+    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

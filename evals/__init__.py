@@ -1,6 +1,8 @@
-"""Long-context tasks (RULER, synthetic multi-hop QA), loaders for real data files, scoring, the comparison harness."""
+"""Measuring graphs: long-context tasks (RULER, synthetic multi-hop QA), loaders for real data files,
+scoring (LoCoMo too), and the ``compare`` harness with its results file and report."""
 
-from .harness import ComparisonConfig, register_graph, run_comparison
+from ..graphs.registry import register_graph
+from .harness import ComparisonConfig, run_comparison
 from .loaders import load_hotpotqa, load_locomo, load_memagent_eval, load_records, load_ruler_jsonl, load_squad
 from .records import Sample
 from .ruler import TASKS, generate_task, niah_single_1, write_memagent_eval, write_ruler_jsonl

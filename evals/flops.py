@@ -117,7 +117,7 @@ class FlopsModelConfig:
 # non-embedding (hidden 3584, 28 layers, 28 query heads of 128); Qwen2.5-14B-Instruct
 # 14.7B / 13.1B (hidden 5120, 48 layers, 40 heads of 128); SmolLM2-135M-Instruct
 # (hidden 576, 30 layers, 9 heads of 64, tied embeddings, the embedded model's config).
-PRESETS: dict[str, FlopsModelConfig] = {
+MODEL_CONFIGS: dict[str, FlopsModelConfig] = {
     config.name: config
     for config in (
         FlopsModelConfig("Qwen/Qwen2.5-7B-Instruct", params=6_525_621_760, layers=28, hidden=3584),
@@ -135,7 +135,7 @@ _ALIASES = {
 def flops_config(spec: FlopsModelConfig | str | Path | Any) -> FlopsModelConfig:
     """A :class:`FlopsModelConfig` from a preset name, a local model directory or a transformers config.
 
-    Preset names: the Hugging Face ids in :data:`PRESETS` (with or without the owner)
+    Preset names: the Hugging Face ids in :data:`MODEL_CONFIGS` (with or without the owner)
     and the short names ``qwen2.5-7b``, ``qwen2.5-14b``, ``smollm2-135m``.
 
     >>> flops_config("qwen2.5-14b").layers
@@ -145,12 +145,12 @@ def flops_config(spec: FlopsModelConfig | str | Path | Any) -> FlopsModelConfig:
         return spec
     if isinstance(spec, (str, Path)):
         key = str(spec).lower()
-        for name, config in PRESETS.items():
+        for name, config in MODEL_CONFIGS.items():
             if key in (name.lower(), name.split("/")[-1].lower()) or _ALIASES.get(key) == name:
                 return config
         if Path(spec).expanduser().is_dir():
             return FlopsModelConfig.from_pretrained(spec)
-        raise ValueError(f"unknown model {str(spec)!r}: expected one of {sorted(_ALIASES)} or {sorted(PRESETS)}, or a local model directory")
+        raise ValueError(f"unknown model {str(spec)!r}: expected one of {sorted(_ALIASES)} or {sorted(MODEL_CONFIGS)}, or a local model directory")
     if hasattr(spec, "get_text_config"):
         return FlopsModelConfig.from_transformers_config(spec)
     raise TypeError(f"cannot make a FLOP config from {type(spec).__name__}: pass a preset name, a model directory or a transformers config")

@@ -29,7 +29,8 @@ from typing import Any, Iterable, Sequence
 
 from .multihop import render_documents
 from .records import Sample
-from .ruler import TASKS, task_family
+from .ruler import TASKS
+from .templates import task_family
 
 PathLike = str | os.PathLike
 

@@ -43,7 +43,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableBinding
 
 from .loaders import LOCOMO_CATEGORIES, LOCOMO_NO_ANSWER
-from .scoring import _golds, normalize_answer
+from .scoring import gold_strings, normalize_answer
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ def f1(
     """
     if variant not in F1_VARIANTS:
         raise ValueError(f"unknown F1 variant {variant!r}; expected one of: {', '.join(F1_VARIANTS)}")
-    golds = _golds(answers)
+    golds = gold_strings(answers)
     if prediction is None:
         return 0.0
     if variant == "mem0":
@@ -332,7 +332,7 @@ def bleu1(prediction: str | None, answers: Sequence[str | int | float]) -> float
     >>> bleu1(None, ["x"]), bleu1("Paris.", ["paris"])
     (0.0, 0.5)
     """
-    golds = _golds(answers)
+    golds = gold_strings(answers)
     if prediction is None:
         return 0.0
     return max((bleu1_single(prediction, gold) for gold in golds), default=0.0)
@@ -463,7 +463,7 @@ def _gold_text(gold: str | int | float | Sequence[str | int | float]) -> str:
     # Several golds are shown together, separated as LoCoMo separates alternatives.
     if isinstance(gold, (str, int, float)):
         return str(gold)
-    return "; ".join(_golds(gold))
+    return "; ".join(gold_strings(gold))
 
 
 def _fill(template: str, values: dict[str, str]) -> str:

@@ -41,7 +41,7 @@ from typing import Literal
 
 from ..agents.tokenizers import TokenCodec, encode_long
 from .records import Sample
-from .ruler import _words, fit_sample, prompt_template
+from .templates import fit_sample, prompt_template, words
 
 DOCUMENT_TEMPLATE = "Document {index}:\n{text}"
 QuestionKind = Literal["bridge", "comparison"]
@@ -107,7 +107,7 @@ class World:
         rng.shuffle(self._unassigned)
         roots = [self._word(2, 3) for _ in range(max(2, remaining * 15 // 200))]
         self.companies = [self._company(roots) for _ in range(max(4, remaining * 15 // 100))]
-        adjectives = [rng.choice(_words("adjectivelist.txt")).capitalize() for _ in range(max(2, remaining * 15 // 200))]
+        adjectives = [rng.choice(words("adjectivelist.txt")).capitalize() for _ in range(max(2, remaining * 15 // 200))]
         self.bands = [self._band(adjectives) for _ in range(max(4, remaining * 15 // 100))]
         self.films = [self._film() for _ in range(max(4, remaining * 15 // 100))]
 
@@ -191,7 +191,7 @@ class World:
     def _band(self, adjectives: list[str]) -> Entity:
         rng = self.rng
         adjective = rng.choice(adjectives)
-        name = self._unique(lambda: f"The {adjective} {rng.choice(_words('nounlist.txt')).capitalize()}s")
+        name = self._unique(lambda: f"The {adjective} {rng.choice(words('nounlist.txt')).capitalize()}s")
         singer, city = self._free_person(), rng.choice(self.cities)
         formed = singer.facts["birth"][0] + rng.randint(16, 30)
         sentences = [
@@ -204,7 +204,7 @@ class World:
 
     def _film(self) -> Entity:
         rng = self.rng
-        name = self._unique(lambda: f"{rng.choice(_words('adjectivelist.txt')).capitalize()} {self._word(2, 3)}")
+        name = self._unique(lambda: f"{rng.choice(words('adjectivelist.txt')).capitalize()} {self._word(2, 3)}")
         director, city = self._free_person(), rng.choice(self.cities)
         released = director.facts["birth"][0] + rng.randint(25, 50)
         sentences = [

@@ -7,7 +7,7 @@ MemAgent paper's figure 5 (accuracy) and figure 7 (cost).
 Figures are drawn on :class:`matplotlib.figure.Figure` objects, never through
 ``pyplot``, so no global backend or GUI state is touched.
 
->>> from langgraph_memagent.evals.harness import Cell
+>>> from langgraph_memagent.evals.results import Cell
 >>> cells = [Cell("niah_single_1", "memagent", "4K", 4096, 2, 0, 100.0, 5.0, 6000.0, 80.0, 12.5, 1e12)]
 >>> plot_accuracy(cells, "accuracy.png", title="niah_single_1")   # doctest: +SKIP
 PosixPath('accuracy.png')
@@ -24,7 +24,7 @@ from matplotlib.ticker import EngFormatter, LogLocator, NullLocator
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from .harness import Cell
+    from .results import Cell
     from .locomo_scoring import LoCoMoSummary
 
 _MARKERS = "osD^vP*X"
@@ -36,7 +36,7 @@ def _graphs(cells: Sequence["Cell"]) -> list[str]:
 
 def _length_axis(axes: "Axes", cells: Sequence["Cell"], context_window: int | None) -> None:
     """Log2 x axis with a tick per compared length, and the context window as a dashed line."""
-    from .harness import format_tokens
+    from .lengths import format_tokens
 
     positions: dict[float, str] = {}
     for cell in cells:

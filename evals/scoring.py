@@ -44,7 +44,7 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x1f]")
 _SPECIAL_ANSWERS = ("yes", "no", "noanswer")
 
 
-def _golds(answers: Sequence[object]) -> list[str]:
+def gold_strings(answers: Sequence[object]) -> list[str]:
     """Gold answers as strings; a bare string would otherwise be scored char by char."""
     if isinstance(answers, (str, bytes)):
         raise TypeError(
@@ -78,7 +78,7 @@ def strict_boxed_score(response: str, answers: Sequence[str]) -> float:
     >>> strict_boxed_score("Louvre", ["Louvre"])  # no box
     0.0
     """
-    golds = _golds(answers)
+    golds = gold_strings(answers)
     boxed = last_boxed_content(response[-STRICT_TAIL_CHARS:].lower())
     if boxed is None:
         return 0.0
@@ -152,7 +152,7 @@ def best_over_answers(
     >>> best_over_answers(exact_match, "NYC", ["New York", "nyc"])
     1.0
     """
-    return max((metric(prediction, gold) for gold in _golds(answers)), default=0.0)
+    return max((metric(prediction, gold) for gold in gold_strings(answers)), default=0.0)
 
 
 def postprocess_prediction(prediction: str) -> str:
@@ -170,7 +170,7 @@ def string_match_all(prediction: str, answers: Sequence[str]) -> float:
     >>> string_match_all("Values: 17, 42", ["17", "42", "99", "5"])
     0.5
     """
-    golds = _golds(answers)
+    golds = gold_strings(answers)
     if not golds:
         return 0.0
     pred = postprocess_prediction(prediction).lower()
@@ -184,7 +184,7 @@ def string_match_part(prediction: str, answers: Sequence[str]) -> float:
     1.0
     """
     pred = postprocess_prediction(prediction).lower()
-    return float(any(gold.lower() in pred for gold in _golds(answers)))
+    return float(any(gold.lower() in pred for gold in gold_strings(answers)))
 
 
 _SCORERS: dict[str, Callable[[str, Sequence[str]], float]] = {
@@ -216,7 +216,7 @@ def score(prediction: str | None, answers: Sequence[str], metric: Metric | str) 
     scorer = _SCORERS.get(metric)
     if scorer is None:
         raise ValueError(f"unknown metric {metric!r}; expected one of: {', '.join(METRICS)}")
-    golds = _golds(answers)
+    golds = gold_strings(answers)
     if prediction is None:
         return 0.0
     return scorer(prediction, golds)

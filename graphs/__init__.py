@@ -1,14 +1,21 @@
-"""LangGraph state machines built by this package."""
+"""The graphs: MemAgent, and the one registry of every graph (MemAgent and the baselines) that the
+CLI, the comparison harness, the trainer and ``langgraph dev`` build from."""
 
-from .calls import ModelCallError, TokenUsage
+from ..agents.calls import ModelCallError, TokenUsage
 from .memagent import MemAgentConfig, MemAgentGraph, MemAgentInput, MemAgentOutput, build_memagent_graph
+from .registry import GRAPHS, GraphOptions, build_graph, default_graph_options, register_graph
 
 __all__ = [
+    "GRAPHS",
+    "GraphOptions",
     "MemAgentConfig",
     "MemAgentGraph",
     "MemAgentInput",
     "MemAgentOutput",
     "ModelCallError",
     "TokenUsage",
+    "build_graph",
     "build_memagent_graph",
+    "default_graph_options",
+    "register_graph",
 ]

@@ -23,23 +23,30 @@ import logging
 import math
 import uuid
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Iterator, Literal
+from typing import Any, Iterator, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import CONFIG_KEY_DURABILITY
-from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from ..agents.answers import extract_answer
+from ..agents.calls import (
+    AnswerOutput,
+    QuestionInput,
+    acall_model,
+    add_usage,
+    call_model,
+    positive_int,
+    validated_inputs,
+)
+from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.prompts import MEMORY_START, FinalPromptStyle, final_prompt, memory_update_prompt
 from ..agents.tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
-from .calls import AnswerOutput, QuestionInput, acall_model, add_usage, call_model
+
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +87,7 @@ class MemAgentConfig:
 
     def __post_init__(self) -> None:
         for name in ("chunk_tokens", "memory_tokens", "answer_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer number of tokens, got {value!r}")
+            positive_int(name, getattr(self, name), unit="number of tokens")
         if self.final_prompt not in ("boxed", "answer_is"):
             raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {self.final_prompt!r}")
 
@@ -104,12 +109,7 @@ class _MemAgentSteps:
     # chunk_document ---------------------------------------------------------------
     def _chunk_groups(self, state: MemAgentState) -> Iterator[list[str]]:
         """The document's chunks, a group at a time, so memory stays bounded by one group."""
-        question, document = state.get("question"), state.get("document")
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
-        if not isinstance(document, str) or not document.strip():
-            shown = document if not isinstance(document, str) else document[:40]
-            raise ValueError(f"input 'document' must be a non-empty string, got {shown!r}")
+        question, document = validated_inputs(state)
         chunks = iter_chunks(document, self.codec, self.config.chunk_tokens)
         while group := list(itertools.islice(chunks, _CHUNKS_PER_WRITE)):
             yield group
@@ -217,7 +217,7 @@ def _next_step(state: MemAgentState) -> Literal["update_memory", "answer"]:
     return "update_memory" if state["chunks_read"] < state["num_chunks"] else "answer"
 
 
-class MemAgentGraph(CompiledStateGraph):
+class MemAgentGraph(RecursionSizedGraph):
     """A compiled MemAgent graph that sizes its own recursion limit.
 
     The per-chunk loop takes one step per chunk, so the limit needed grows with the
@@ -232,28 +232,26 @@ class MemAgentGraph(CompiledStateGraph):
     ``durability`` to trade that away.
     """
 
-    def __init__(self, *args: Any, memagent_config: MemAgentConfig, memagent_codec: TokenCodec, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        # Kept in __dict__, so Pregel.copy (with_config, ...) passes them on to the copy.
-        self.memagent_config = memagent_config
-        self.memagent_codec = memagent_codec
+    graph_attributes = ("memagent_config", "memagent_codec")
+    memagent_config: MemAgentConfig
+    memagent_codec: TokenCodec
 
-    def _prepare_run(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> RunnableConfig:
-        config = dict(config or {})
-        has_checkpointer = self.checkpointer not in (None, False)
-        if has_checkpointer and kwargs.get("durability") is None and CONFIG_KEY_DURABILITY not in config.get("configurable", {}):
-            kwargs["durability"] = "sync"
-        needed = _FIXED_STEPS
+    def prepare_config(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> RunnableConfig:
+        if self.checkpointer not in (None, False):
+            if kwargs.get("durability") is None:
+                kwargs["durability"] = "sync"
+            if input is None and (config or {}).get("configurable"):  # resuming: the store may have lost the chunks
+                self._restore_chunks(self.get_state(config).values, config)
+        return super().prepare_config(input, config, kwargs)
+
+    def steps_needed(self, input: Any, config: RunnableConfig) -> int:
         if isinstance(input, dict) and isinstance(input.get("document"), str):
             max_tokens = 4 * len(input["document"]) + 1  # a character is at most 4 UTF-8 bytes
-            needed += math.ceil(max_tokens / self.memagent_config.chunk_tokens)
-        elif input is None and has_checkpointer and config.get("configurable"):
+            return _FIXED_STEPS + math.ceil(max_tokens / self.memagent_config.chunk_tokens)
+        if input is None and self.checkpointer not in (None, False) and config.get("configurable"):
             values = self.get_state(config).values
-            needed += values.get("num_chunks", 0) - values.get("chunks_read", 0)
-            self._restore_chunks(values, config)
-        given = config.get("recursion_limit")
-        config["recursion_limit"] = max(needed, given) if isinstance(given, int) and given > 0 else needed
-        return config
+            return _FIXED_STEPS + values.get("num_chunks", 0) - values.get("chunks_read", 0)
+        return _FIXED_STEPS
 
     def _restore_chunks(self, values: dict[str, Any], config: RunnableConfig) -> None:
         """Rebuild a run's chunks from its checkpoints when the store lost them.
@@ -278,14 +276,6 @@ class MemAgentGraph(CompiledStateGraph):
                     store.batch([PutOp(namespace, _chunk_key(i), {"text": t}, index=False) for i, t in enumerate(chunks)])
                     logger.info("restored %d chunks of document %s from its checkpoint", len(chunks), document_id)
                 return
-
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        return super().stream(input, self._prepare_run(input, config, kwargs), **kwargs)
-
-    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
-        config = await asyncio.to_thread(self._prepare_run, input, config, kwargs)
-        async for chunk in super().astream(input, config, **kwargs):
-            yield chunk
 
 
 # Role markers the chat template wraps a user message in (SmolLM2/Qwen: about 10 tokens).
@@ -373,13 +363,12 @@ def build_memagent_graph(
     _check_window(config, codec, getattr(model, "context_window", None))
     steps = _MemAgentSteps(model, codec, config)
     builder = StateGraph(MemAgentState, input_schema=MemAgentInput, output_schema=MemAgentOutput)
-    builder.add_node("chunk_document", RunnableCallable(steps.chunk_document, steps.achunk_document, trace=False))
-    builder.add_node("update_memory", RunnableCallable(steps.update_memory, steps.aupdate_memory, trace=False))
-    builder.add_node("answer", RunnableCallable(steps.answer, steps.aanswer, trace=False))
+    builder.add_node("chunk_document", node(steps.chunk_document, steps.achunk_document))
+    builder.add_node("update_memory", node(steps.update_memory, steps.aupdate_memory))
+    builder.add_node("answer", node(steps.answer, steps.aanswer))
     builder.add_edge(START, "chunk_document")
     builder.add_conditional_edges("chunk_document", _next_step, ["update_memory", "answer"])
     builder.add_conditional_edges("update_memory", _next_step, ["update_memory", "answer"])
     builder.add_edge("answer", END)
     compiled = builder.compile(checkpointer=checkpointer, store=store if store is not None else InMemoryStore(), name=name)
-    attributes = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
-    return MemAgentGraph(**attributes, memagent_config=config, memagent_codec=codec)
+    return MemAgentGraph.from_compiled(compiled, memagent_config=config, memagent_codec=codec)

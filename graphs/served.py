@@ -43,9 +43,8 @@ from langchain_core.language_models import BaseChatModel
 
 from ..agents.loading import EMBEDDED_MODELS, load_chat_model
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
-from ..baselines.agemem import build_agemem_qa_graph
-from ..baselines.sumer import build_sumer_graph
-from .memagent import MemAgentConfig, MemAgentGraph, build_memagent_graph
+from .memagent import MemAgentConfig, MemAgentGraph
+from .registry import GraphOptions, build_graph
 
 DEFAULT_MODEL = "smollm2-135m"
 _PAPER = MemAgentConfig()  # MemAgent paper budgets (arXiv 2507.02259), the defaults below
@@ -125,6 +124,19 @@ def served_codec(environ: Mapping[str, str] = os.environ) -> TokenCodec:
     return resolve_tokenizer(tokenizer)
 
 
+def served_options(environ: Mapping[str, str] = os.environ) -> GraphOptions:
+    """The registry's graph options, MemAgent's budgets read from the environment (the papers' defaults otherwise).
+
+    >>> served_options({"MEMAGENT_CHUNK_TOKENS": "2000"}).chunk_tokens, served_options({}).memory_tokens
+    (2000, 1024)
+    """
+    return GraphOptions(
+        chunk_tokens=_env_number(environ, "MEMAGENT_CHUNK_TOKENS", int, _PAPER.chunk_tokens),
+        memory_tokens=_env_number(environ, "MEMAGENT_MEMORY_TOKENS", int, _PAPER.memory_tokens),
+        answer_tokens=_env_number(environ, "MEMAGENT_ANSWER_TOKENS", int, _PAPER.answer_tokens),
+    )
+
+
 def build_served_memagent(model: BaseChatModel, tokenizer: Any, environ: Mapping[str, str] = os.environ) -> MemAgentGraph:
     """MemAgent for a LangGraph server: budgets from the environment, no checkpointer or store.
 
@@ -134,14 +146,7 @@ def build_served_memagent(model: BaseChatModel, tokenizer: Any, environ: Mapping
     >>> graph.memagent_config.chunk_tokens, graph.store, graph.checkpointer  # doctest: +SKIP
     (2000, None, None)
     """
-    graph = build_memagent_graph(
-        model,
-        chunk_tokens=_env_number(environ, "MEMAGENT_CHUNK_TOKENS", int, _PAPER.chunk_tokens),
-        memory_tokens=_env_number(environ, "MEMAGENT_MEMORY_TOKENS", int, _PAPER.memory_tokens),
-        answer_tokens=_env_number(environ, "MEMAGENT_ANSWER_TOKENS", int, _PAPER.answer_tokens),
-        tokenizer=tokenizer,
-        name="memagent",
-    )
+    graph = build_graph("memagent", model, served_options(environ), tokenizer, name="memagent")
     # build_memagent_graph always attaches a store (an in-memory one by default); the
     # server brings its own and rejects graphs that carry one.
     return graph.copy(update={"store": None})
@@ -153,5 +158,5 @@ tokenizer = served_codec()
 memagent = build_served_memagent(model, tokenizer)
 # SUMER and AgeMem keep their memory banks in their own in-process stores (embedding
 # indexes the server's store is not configured with); they carry no graph-level store.
-sumer = build_sumer_graph(model, tokenizer=tokenizer)
-agemem = build_agemem_qa_graph(model, tokenizer=tokenizer, name="agemem")
+sumer = build_graph("sumer", model, served_options(), tokenizer)
+agemem = build_graph("agemem", model, served_options(), tokenizer, name="agemem")

@@ -134,7 +134,7 @@ def _locomo_without(field: str):
 
 
 def _compare_results(content: str):
-    from langgraph_memagent.evals.harness import read_results
+    from langgraph_memagent.evals.results import read_results
 
     return lambda tmp: read_results(_file(tmp, "results.jsonl", content))
 

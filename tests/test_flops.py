@@ -6,7 +6,7 @@ import pytest
 
 from langgraph_memagent.evals import flops
 from langgraph_memagent.evals.flops import (
-    PRESETS,
+    MODEL_CONFIGS,
     FlopsModelConfig,
     crossover_context_tokens,
     estimate_call_flops,
@@ -95,10 +95,10 @@ def test_presets_match_parameter_counts_of_the_real_configs(embedded_model_dir):
         tie_word_embeddings=False,
     )
     derived = FlopsModelConfig.from_transformers_config(qwen_7b, name="Qwen/Qwen2.5-7B-Instruct")
-    assert derived == PRESETS["Qwen/Qwen2.5-7B-Instruct"]
+    assert derived == MODEL_CONFIGS["Qwen/Qwen2.5-7B-Instruct"]
     assert round(derived.params / 1e9, 2) == 6.53
     smollm2 = FlopsModelConfig.from_pretrained(embedded_model_dir)
-    preset = PRESETS["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    preset = MODEL_CONFIGS["HuggingFaceTB/SmolLM2-135M-Instruct"]
     assert (smollm2.params, smollm2.layers, smollm2.hidden, smollm2.attention_dim) == (
         preset.params,
         preset.layers,

@@ -22,17 +22,11 @@ from scripted_model import ScriptedChatModel, memory, section
 from langgraph_memagent.agents.tokenizers import TiktokenCodec
 from langgraph_memagent.cli import main
 from langgraph_memagent.evals import harness
-from langgraph_memagent.evals.harness import (
-    BackendUnavailable,
-    CallRecorder,
-    ComparisonConfig,
-    ComparisonError,
-    GraphOptions,
-    parse_length,
-    read_results,
-    run_comparison,
-    write_report,
-)
+from langgraph_memagent.evals.harness import BackendUnavailable, UsageRecorder, ComparisonConfig, run_comparison
+from langgraph_memagent.evals.lengths import ComparisonError, parse_length
+from langgraph_memagent.evals.report import write_report
+from langgraph_memagent.evals.results import RESULTS_FILE, read_results
+from langgraph_memagent.graphs.registry import GRAPHS, GraphOptions, register_graph
 
 BYTES = TiktokenCodec(
     tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
@@ -153,7 +147,7 @@ def test_ctrl_c_keeps_the_running_sample_and_says_it_is_waiting(tmp_path, capsys
     with pytest.raises(KeyboardInterrupt):
         run_comparison(config(tmp_path, concurrency=1), scripted(interrupting_reader))
     assert "interrupted: waiting for 1 running sample(s) to finish" in capsys.readouterr().err
-    kept = read_results(tmp_path / "out" / harness.RESULTS_FILE)
+    kept = read_results(tmp_path / "out" / RESULTS_FILE)
     assert len(kept) == 1 and kept[0]["score"] == 1.0  # finished, not cut off
     resumed = run_comparison(config(tmp_path, concurrency=1), scripted())
     assert len(read_results(resumed.results)) == 4
@@ -242,7 +236,7 @@ def test_backend_down_stops_the_run_without_recording_samples(tmp_path):
 
 
 def test_call_recorder_reads_usage_of_each_call():
-    recorder = CallRecorder()
+    recorder = UsageRecorder()
     model = scripted(lambda prompt: "two words")
     model.invoke("one two three", config={"callbacks": [recorder]})
     model.invoke("four", config={"callbacks": [recorder]})
@@ -443,7 +437,7 @@ def test_data_options_reach_the_loader_and_files_load_one_at_a_time(tmp_path, mo
 
 
 def test_conversation_turns_reach_graphs_that_take_them():
-    from langgraph_memagent.evals.harness import graph_input
+    from langgraph_memagent.graphs.registry import question_input as graph_input
     from langgraph_memagent.evals.records import Sample
 
     plain = Sample(question="q", document="d", answers=["a"], task="t", metric="any")
@@ -481,12 +475,12 @@ def test_locomo_through_the_harness_scores_per_category(tmp_path):
 
     judge = ScriptedChatModel(responder=lambda prompt: '{"label": "CORRECT"}' if "Rome" in prompt.split("Generated answer")[-1] else '{"label": "WRONG"}')
     name = "sumer_hash_embeddings"  # MiniLM over 369 turns is slow on 2 cores; keyword search needs no vectors
-    harness.register_graph(name, lambda model, options, codec: build_sumer_graph(model, embeddings=DeterministicFakeEmbedding(size=8), max_turns=3))
+    register_graph(name, lambda model, options, codec, **graph_kwargs: build_sumer_graph(model, embeddings=DeterministicFakeEmbedding(size=8), max_turns=3))
     try:
         settings = dict(graphs=(name,), data=(str(locomo),), task=None, lengths=(), limit=6, judge=judge)
         result = run_comparison(config(tmp_path, **settings), ScriptedToolModel(responder=searcher))
     finally:
-        del harness.GRAPH_BUILDERS[name]
+        del GRAPHS[name]
     records = read_results(result.results)
     assert len(records) == 6 and not any(r["error"] for r in records)
     for record in records:
@@ -509,7 +503,7 @@ def test_resuming_checks_the_decoding_but_not_top_p_under_greedy(tmp_path):
         "tokenizer": "t", "graph_options": {"chunk_tokens": 1000}, "judge": None,
     }
     harness._check_manifest(tmp_path, manifest)  # the first run records it
-    (tmp_path / harness.RESULTS_FILE).write_text(json.dumps({"graph": "memagent", "task": "t", "length": "4K", "index": 0, "seed": 0}) + "\n")
+    (tmp_path / RESULTS_FILE).write_text(json.dumps({"graph": "memagent", "task": "t", "length": "4K", "index": 0, "seed": 0}) + "\n")
     # Results written before greedy stopped reporting the paper's top_p still resume.
     harness._check_manifest(tmp_path, {**manifest, "top_p": 1.0})
     with pytest.raises(ComparisonError, match=r"temperature: 0.0 -> 0.7"):

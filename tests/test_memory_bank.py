@@ -11,7 +11,8 @@ import threading
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langgraph.store.memory import InMemoryStore
-from langgraph_memagent.baselines.memory_bank import BM25_B, BM25_K1, MemoryBank
+from langgraph_memagent.baselines.memory_bank import MemoryBank
+from langgraph_memagent.baselines.memory_index import BM25_B, BM25_K1
 from langgraph_memagent.evals.loaders import load_locomo
 
 LOCOMO = "/work/shared/data/locomo_conv30.json"
@@ -235,7 +236,7 @@ def test_precomputed_vectors_skip_the_embedding_model():
 
 def test_large_banks_shortlist_in_float16_and_return_exactly_the_float32_top_k(monkeypatch):
     import numpy as np
-    from langgraph_memagent.baselines import memory_bank
+    from langgraph_memagent.baselines import memory_index
 
     rng = np.random.default_rng(7)
     centre = rng.standard_normal(32)
@@ -253,9 +254,9 @@ def test_large_banks_shortlist_in_float16_and_return_exactly_the_float32_top_k(m
         mask = index.filter_mask(speaker, session)
         for query in queries:
             query = query.astype(np.float32)
-            monkeypatch.setattr(memory_bank, "_SHORTLIST_MIN_ROWS", 10**9)
+            monkeypatch.setattr(memory_index, "_SHORTLIST_MIN_ROWS", 10**9)
             exact = index.nearest(query, 10, mask)
-            monkeypatch.setattr(memory_bank, "_SHORTLIST_MIN_ROWS", 0)
+            monkeypatch.setattr(memory_index, "_SHORTLIST_MIN_ROWS", 0)
             assert index.nearest(query, 10, mask) == exact
             assert len(index._shortlist(query / np.linalg.norm(query), np.arange(len(vectors)), 10)) < len(vectors)
 
@@ -317,7 +318,7 @@ def test_an_empty_conversation_has_no_hits():
     "call, message",
     [
         (lambda b: b.semantic_search("q", conversation_id="conv.30"), r"conversation_id must be .* without '\.'.*'conv\.30'"),
-        (lambda b: b.semantic_search("q", conversation_id="c", k=0), r"k must be an integer >= 1, got 0"),
+        (lambda b: b.semantic_search("q", conversation_id="c", k=0), r"k must be a positive integer, got 0"),
         (lambda b: b.semantic_search("  ", conversation_id="c"), r"query must be a non-empty string, got '  '"),
         (lambda b: b.semantic_search("q", conversation_id="c", session="2"), r"session must be an integer .* got '2'"),
         (lambda b: b.keyword_search("a", conversation_id="c", ranking="tfidf"), r"ranking must be one of bm25, position, got 'tfidf'"),
@@ -327,7 +328,7 @@ def test_an_empty_conversation_has_no_hits():
         (lambda b: b.ingest([{"text": "x", "session": "one"}], conversation_id="c"), r"message 0: session must be an integer, got 'one'"),
         (lambda b: b.ingest_document("", conversation_id="c"), r"document must be a non-empty string"),
         (lambda b: MemoryBank(namespace=("memory.bank",)), r"namespace label .* got 'memory\.bank'"),
-        (lambda b: MemoryBank(batch_size=0), r"batch_size must be an integer >= 1, got 0"),
+        (lambda b: MemoryBank(batch_size=0), r"batch_size must be a positive integer, got 0"),
         (lambda b: MemoryBank(context=-1), r"context must be an integer >= 0, got -1"),
     ],
 )

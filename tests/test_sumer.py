@@ -16,7 +16,7 @@ from langgraph_memagent.baselines.memory_bank import MemoryBank
 from langgraph_memagent.baselines.sumer import CHARS_PER_TOKEN, SUMER_TOOLS, build_sumer_graph, conversation_key
 from langgraph_memagent.evals.loaders import load_locomo
 from langgraph_memagent.evals.scoring import score
-from langgraph_memagent.graphs.calls import ModelCallError
+from langgraph_memagent.agents.calls import ModelCallError
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 QUESTION = "What is the name of Ann's cat?"

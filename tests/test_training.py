@@ -14,19 +14,11 @@ import warnings
 import pytest
 import torch
 
-from langgraph_memagent.training.grpo_multiconv import (
-    MultiConvGRPOConfig,
-    MultiConvGRPOTrainer,
-    PRESETS,
-    generate_samples,
-    group_advantages,
-    load_training_file,
-    pad_rows,
-    parse_config,
-    rollout_group_ids,
-    rollout_rows,
-    rows_to_tensors,
-)
+from langgraph_memagent.training.config import PRESETS, MultiConvGRPOConfig
+from langgraph_memagent.training.data import generate_samples, load_training_file
+from langgraph_memagent.training.grpo_multiconv import parse_config
+from langgraph_memagent.training.rows import group_advantages, pad_rows, rollout_group_ids, rollout_rows, rows_to_tensors
+from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 from langgraph_memagent.training.rewards import AnswerReward
 from langgraph_memagent.training.rollouts import LLMCall, MissingTokenIdsError, Rollout, run_rollouts
 
@@ -545,7 +537,7 @@ def test_colocated_tensor_parallel_vllm_is_refused_with_the_reason(tmp_path):
 
 def test_reward_curve_marks_a_temperature_change_and_smooths_noisy_batches(tmp_path):
     from langgraph_memagent.benchmarks.bench_learning import with_phase_temperatures
-    from langgraph_memagent.training.grpo_multiconv import plot_reward_curve, running_mean
+    from langgraph_memagent.training.reward_curve import plot_reward_curve, running_mean
 
     assert running_mean([1.0, 0.0, 1.0, 1.0], 2) == [1.0, 0.5, 0.5, 1.0]
     with pytest.raises(ValueError, match="window must be >= 1, got 0"):

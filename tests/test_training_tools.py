@@ -20,19 +20,12 @@ import pytest
 import torch
 from langgraph_memagent.agents.local_model import Completion, LocalChatModel
 from langgraph_memagent.training.rewards import JudgeFreeSumerReward, SubmittedAnswersOnly
-from langgraph_memagent.training.grpo_multiconv import (
-    GRAPH_BUILDERS,
-    GRAPH_INPUTS,
-    MultiConvGRPOConfig,
-    PRESETS,
-    context_budget,
-    default_reward,
-    group_advantages,
-    load_training_file,
-    parse_config,
-    rollout_group_ids,
-    rollout_rows,
-)
+from langgraph_memagent.graphs.registry import GRAPHS
+from langgraph_memagent.training.config import PRESETS, MultiConvGRPOConfig
+from langgraph_memagent.training.data import load_training_file
+from langgraph_memagent.training.grpo_multiconv import parse_config
+from langgraph_memagent.training.rollout_graphs import context_budget, default_reward, rollout_graph
+from langgraph_memagent.training.rows import group_advantages, rollout_group_ids, rollout_rows
 from langgraph_memagent.training.rewards import AgeMemReward, SumerReward
 from langgraph_memagent.training.rollouts import run_rollouts
 from scripted_model import ScriptedChatModel
@@ -110,8 +103,8 @@ def test_sumer_rollout_rows_include_malformed_call_and_forced_answer(tokenizer, 
         return MALFORMED_SEARCH
 
     config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", max_turns=2, turn_tokens=64, answer_tokens=32)
-    graph = GRAPH_BUILDERS["sumer"](scripted_policy(tokenizer, script), config, tokenizer)
-    inputs = [GRAPH_INPUTS["sumer"](sample)] * 2
+    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    inputs = [GRAPHS["sumer"].graph_input(sample)] * 2
     rollouts = run_rollouts(graph, inputs, rollout_group_ids(2, 2))
     for rollout in rollouts:
         out = rollout.output
@@ -154,8 +147,8 @@ def test_agemem_rollout_rows_cover_all_stages_and_the_forced_answer(tokenizer, t
     # 8-token stage-1 messages: the ~20-token document arrives in several pieces.
     config = tiny_config(tmp_path, graph="agemem", chunk_tokens=8, agemem_turns_per_message=1, agemem_stage_turns=8,
                          agemem_distractor_messages=1, turn_tokens=64, max_context_tokens=1900)
-    graph = GRAPH_BUILDERS["agemem"](scripted_policy(tokenizer, script), config, tokenizer)
-    (rollout,) = run_rollouts(graph, [GRAPH_INPUTS["agemem"](sample)], [0])
+    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    (rollout,) = run_rollouts(graph, [GRAPHS["agemem"].graph_input(sample)], [0])
     out = rollout.output
     chunks = out["stage_turns"]["build"]
     assert chunks >= 2 and out["stage_turns"] == {"build": chunks, "distract": 1, "answer": 1}
@@ -282,5 +275,5 @@ def test_training_file_keeps_conversation_turns(tmp_path):
     )
     (record,) = load_training_file(path)
     assert record["turns"] == [{"speaker": "Ann", "text": "I live in Oslo", "session": 1}]
-    assert GRAPH_INPUTS["agemem"](record)["turns"] == record["turns"]
-    assert "turns" not in GRAPH_INPUTS["memagent"](record)
+    assert GRAPHS["agemem"].graph_input(record)["turns"] == record["turns"]
+    assert "turns" not in GRAPHS["memagent"].graph_input(record)

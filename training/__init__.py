@@ -3,22 +3,16 @@
 >>> from langgraph_memagent.training import MultiConvGRPOConfig, MultiConvGRPOTrainer, AnswerReward
 """
 
-from .grpo_multiconv import (
-    GRAPH_BUILDERS,
-    PRESETS,
-    MultiConvGRPOConfig,
-    MultiConvGRPOTrainer,
-    generate_samples,
-    group_advantages,
-    load_training_file,
-    plot_reward_curve,
-)
+from .config import PRESETS, MultiConvGRPOConfig
+from .data import generate_samples, load_training_file
 from .evaluation import PolicyEvaluation, evaluate_policy
 from .rewards import AnswerReward, gold_answers
+from .reward_curve import plot_reward_curve
 from .rollouts import CallRecorder, LLMCall, MissingTokenIdsError, Rollout, run_rollouts
+from .rows import group_advantages
+from .trainer import MultiConvGRPOTrainer
 
 __all__ = [
-    "GRAPH_BUILDERS",
     "PRESETS",
     "AnswerReward",
     "CallRecorder",

@@ -25,7 +25,10 @@ from typing import Any
 
 import torch
 
-from .grpo_multiconv import GRAPH_BUILDERS, GRAPH_INPUTS, MultiConvGRPOConfig, _eval_mode, default_reward
+from ..graphs.registry import GRAPHS
+from .config import MultiConvGRPOConfig
+from .rollout_graphs import default_reward, rollout_graph
+from .trainer import eval_mode
 from .rollouts import RewardFn, run_rollouts, score_rollouts
 
 
@@ -135,14 +138,14 @@ def evaluate_policy(
         max_tokens=config.max_completion_length,
         max_batch_size=config.generation_max_batch_size,
     )
-    graph = GRAPH_BUILDERS[config.graph](chat, config, tokenizer)
+    graph = rollout_graph(chat, config, tokenizer)
     rows = [record for record in records for _ in range(rollouts_per_question)]
     groups = [index for index in range(len(records)) for _ in range(rollouts_per_question)]
     started = time.perf_counter()
-    with torch.no_grad(), _eval_mode(model):
+    with torch.no_grad(), eval_mode(model):
         rollouts = run_rollouts(
             graph,
-            [GRAPH_INPUTS[config.graph](row) for row in rows],
+            [GRAPHS[config.graph].graph_input(row) for row in rows],
             groups,
             progress=f"evaluating (T={temperature:g})" if progress else None,
         )

@@ -4,7 +4,7 @@ MemAgent (arXiv 2507.02259) rewards only the final answer of a rollout, with the
 strict verifier of its reference code (``strict_boxed``: the last ``\boxed{}`` must
 equal a gold). That is the default. The lenient metrics of :mod:`evals.scoring` are
 selectable for models that never write ``\boxed{}`` (the embedded SmolLM2-135M: 0 of
-16 sampled answers boxed, environment.md), scored on the extracted answer, or on the
+16 sampled answers boxed, measured), scored on the extracted answer, or on the
 whole reply when nothing could be extracted.
 
 A lenient substring metric can be gamed by replying with every candidate at once
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..evals.locomo_scoring import F1_VARIANTS, JudgeVerdict, LLMJudge, f1
-from ..evals.scoring import METRICS, _golds, normalize_answer, score
+from ..evals.scoring import METRICS, gold_strings, normalize_answer, score
 
 logger = logging.getLogger(__name__)
 
@@ -295,7 +295,7 @@ def agemem_reward(
     config = config or AgeMemRewardConfig()
     if context_limit <= 0 or turn_limit <= 0:
         raise ValueError(f"context_limit and turn_limit must be positive, got {context_limit!r} and {turn_limit!r}")
-    gold_list = _golds(golds)
+    gold_list = gold_strings(golds)
     answered = _answered(answer)
     if task_score is not None:
         task = float(task_score)

@@ -45,6 +45,17 @@ class ModelCallError(RuntimeError):
     """A model call failed; names the step and the endpoint so the user can act."""
 
 
+def validated_inputs(state: dict[str, Any]) -> tuple[str, str]:
+    """The run's question and document (the contract's input), or a clear error naming the bad field."""
+    question, document = state.get("question"), state.get("document")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
+    if not isinstance(document, str) or not document.strip():
+        shown = document if not isinstance(document, str) else document[:40]
+        raise ValueError(f"input 'document' must be a non-empty string, got {shown!r}")
+    return question, document
+
+
 def describe_endpoint(model: Any) -> str:
     """``"<model name> at <base url>"`` for server models, the model's name otherwise."""
     base_url = getattr(model, "openai_api_base", None) or getattr(getattr(model, "client", None), "base_url", None)
@@ -94,3 +105,22 @@ async def acall_model(runnable: Any, messages: Sequence[BaseMessage], step: str,
         return await runnable.ainvoke(list(messages))
     except Exception as error:
         raise ModelCallError(f"{step}: model call to {describe_endpoint(model)} failed: {describe_error(error)}") from error
+
+
+def positive_int(name: str, value: Any, *, unit: str = "", optional: bool = False, minimum: int = 1) -> Any:
+    """``value`` if it is an integer >= ``minimum`` (or None when ``optional``), else a ValueError naming it.
+
+    >>> positive_int("chunk_tokens", 1000, unit="number of tokens")
+    1000
+    >>> positive_int("chunk_tokens", 0, unit="number of tokens")
+    Traceback (most recent call last):
+    ...
+    ValueError: chunk_tokens must be a positive integer number of tokens, got 0
+    """
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        expected += f" {unit}" if unit else ""
+        raise ValueError(f"{name} must be {expected}{' or None' if optional else ''}, got {value!r}")
+    return value

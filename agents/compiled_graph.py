@@ -1,0 +1,88 @@
+"""What every graph of this package is compiled into: nodes with a sync and an async body, and a
+compiled graph whose recursion limit covers each run.
+
+>>> from langgraph.graph import END, START, StateGraph
+>>> from typing_extensions import TypedDict
+>>> class State(TypedDict):
+...     n: int
+>>> class Counting(RecursionSizedGraph):
+...     def steps_needed(self, input, config):
+...         return 3 + input["n"]
+>>> builder = StateGraph(State).add_node("step", node(lambda state: {"n": state["n"] - 1})).add_edge(START, "step")
+>>> builder = builder.add_conditional_edges("step", lambda state: "step" if state["n"] > 0 else END)
+>>> graph = Counting.from_compiled(builder.compile())
+>>> graph.invoke({"n": 40}, {"recursion_limit": 25})   # 40 steps: more than the 25 given
+{'n': 0}
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+
+# LangGraph 1.2.24 has no public way to give one node a sync and an async body while it still
+# injects ``store`` and ``runtime`` into them: ``add_node`` wraps a plain function in this class,
+# and LangGraph's own ToolNode and langchain's create_agent use it directly. It is imported here
+# only; tests/test_graph_runtime.py checks the behaviour relied on.
+from langgraph._internal._runnable import RunnableCallable
+
+GraphT = TypeVar("GraphT", bound="RecursionSizedGraph")
+
+
+def node(sync: Callable[..., Any], async_: Callable[..., Any] | None = None) -> RunnableCallable:
+    """A graph node running ``sync`` under ``invoke`` and ``async_`` under ``ainvoke``, untraced.
+
+    Both get LangGraph's injections by parameter name (``store``, ``runtime``, ``config``).
+    """
+    return RunnableCallable(sync, async_, trace=False)
+
+
+class RecursionSizedGraph(CompiledStateGraph):
+    """A compiled graph that raises the recursion limit of each run to :meth:`steps_needed`.
+
+    A caller's config often carries LangChain's default limit of 25 (``batch`` and
+    ``RunnableConfig`` merges put it there), too few for a long document or a long tool
+    loop; a larger limit set by the caller is kept. Subclasses say how many steps a run
+    needs; :meth:`prepare_config` is the hook for anything else a run must set up.
+    """
+
+    graph_attributes: tuple[str, ...] = ()
+    """Names of the subclass's own attributes (its settings), carried through ``copy``/``with_config``."""
+
+    def __init__(self, **kwargs: Any):
+        own = {name: kwargs.pop(name) for name in self.graph_attributes if name in kwargs}
+        super().__init__(**kwargs)
+        # In the instance __dict__, which Pregel.copy passes back to __init__ for the copy.
+        self.__dict__.update(own)
+
+    def steps_needed(self, input: Any, config: RunnableConfig) -> int:
+        raise NotImplementedError
+
+    def prepare_config(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> RunnableConfig:
+        config = dict(config or {})
+        needed = self.steps_needed(input, config)
+        given = config.get("recursion_limit")
+        config["recursion_limit"] = max(needed, given) if isinstance(given, int) and given > 0 else needed
+        return config
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        return super().stream(input, self.prepare_config(input, config, kwargs), **kwargs)
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
+        # prepare_config may read checkpoints (blocking I/O): off the event loop.
+        config = await asyncio.to_thread(self.prepare_config, input, config, kwargs)
+        async for chunk in super().astream(input, config, **kwargs):
+            yield chunk
+
+    @classmethod
+    def from_compiled(cls: type[GraphT], compiled: CompiledStateGraph, **attributes: Any) -> GraphT:
+        """``compiled`` as this class, with its :attr:`graph_attributes` given as ``attributes``."""
+        unknown = set(attributes) - set(cls.graph_attributes)
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no graph attribute(s) {sorted(unknown)}; declare them in graph_attributes")
+        state = {key: value for key, value in compiled.__dict__.items() if key != "__orig_class__"}
+        return cls(**state, **attributes)

@@ -1,0 +1,477 @@
+"""One AgeMem stage as a LangGraph graph: content arrives message by message, the model takes tool-calling turns."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    TypedDict,
+)
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+from pydantic import BaseModel, ValidationError
+
+from ...agents.calls import NO_USAGE, TokenUsage, acall_model, add_usage, call_model, positive_int
+from ...agents.compiled_graph import RecursionSizedGraph, node
+from ...agents.loading import context_window
+from ...agents.tokenizers import TokenCodec, resolve_tokenizer
+from .context import (
+    TOKENS_PER_MESSAGE,
+    ContextEdit,
+    ToolError,
+    context_map,
+    group_number,
+    is_ours,
+    message_groups,
+    rendered_context,
+    with_call_ids,
+)
+from .store import DEFAULT_NAMESPACE_ROOT, LongTermMemory, default_agemem_store, parse_memory_id, user_id_of
+from .tools import (
+    FORCE_ANSWER_PROMPT,
+    STAGE_INSTRUCTIONS,
+    STAGES,
+    SYSTEM_PROMPT,
+    TOOL_ARGS,
+    AddMemoryArgs,
+    DeleteMemoryArgs,
+    RetrieveMemoryArgs,
+    Stage,
+    SummarizeContextArgs,
+    UpdateMemoryArgs,
+    agemem_tools,
+)
+
+
+# -- state and context ----------------------------------------------------------------------------
+
+
+class AgeMemContext(TypedDict, total=False):
+    """The run's context: whose long-term memory this is (namespace ``(root, user_id)``)."""
+
+    user_id: str
+
+
+class AgeMemInput(TypedDict, total=False):
+    """One stage's input: the content that arrives, and optionally the context to continue."""
+
+    stage: Stage
+    incoming: list[str]  # messages that arrive one at a time, in order
+    messages: list[AnyMessage]  # the context to continue (default: the thread's, or empty)
+    reset_context: bool  # clear the context first (AgeMem stage 2)
+
+
+class AgeMemOutput(TypedDict, total=False):
+    """What one stage returns; counters cover this stage only."""
+
+    stage: Stage
+    messages: list[AnyMessage]
+    response: str  # the last assistant text of the stage ("" when it ended on a tool turn)
+    stage_turns: int  # assistant turns (model calls) in this stage
+    tool_calls: dict[str, int]  # calls by tool name; "invalid" counts unparsable ones
+    usage: TokenUsage
+    context_tokens: int  # input tokens of the stage's last model call, as the model reported
+    overflow_trims: int  # groups dropped because the context exceeded max_context_tokens
+    stop_reason: Literal["replied", "turn_limit"]
+
+
+class AgeMemState(AgeMemOutput, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    incoming: list[str]
+    reset_context: bool
+    next_group: int
+    message_turns: int  # turns since the last arrival
+
+
+# -- the graph's steps ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgeMemConfig:
+    """Budgets of an AgeMem graph (defaults chosen so the embedded 135M model stays tractable on CPU)."""
+
+    max_turns_per_message: int = 2  # assistant turns after each arriving message: one tool turn, then a text reply
+    max_stage_turns: int = 32  # assistant turns per stage in total
+    turn_tokens: int = 256  # generation limit of each turn (a few tool calls or a short answer)
+    max_context_tokens: int | None = None  # oldest whole groups are dropped above this; None = never
+    force_answer: bool = True  # in the answer stage, one tool-free call when the turns ran out without a text reply
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns_per_message", "max_stage_turns", "turn_tokens"):
+            positive_int(name, getattr(self, name))
+        positive_int("max_context_tokens", self.max_context_tokens, optional=True)
+
+
+class _AgeMemSteps:
+    """Node functions; model calls have sync and async twins, tool work runs in a thread when async."""
+
+    def __init__(self, model: BaseChatModel, store: BaseStore, embeddings: Embeddings | None, config: AgeMemConfig,
+                 tokenizer: Any, namespace_root: str):
+        self.model = model
+        self.tool_model = model.bind_tools(agemem_tools()).bind(max_tokens=config.turn_tokens)
+        self.answer_model = model.bind(max_tokens=config.turn_tokens)
+        self.store = store
+        self.embeddings = embeddings
+        self.config = config
+        self.tokenizer = tokenizer
+        self._codec: TokenCodec | None = None
+        self.namespace_root = namespace_root
+
+    @property
+    def codec(self) -> TokenCodec:
+        # Resolved on first use: a LocalChatModel's tokenizer comes with its weights.
+        if self._codec is None:
+            self._codec = resolve_tokenizer(self.tokenizer, self.model)
+        return self._codec
+
+    def memory(self, runtime: Runtime[Any]) -> LongTermMemory:
+        return LongTermMemory(self.store, (self.namespace_root, user_id_of(runtime)), self.embeddings)
+
+    # start_stage ------------------------------------------------------------------------------
+    def start_stage(self, state: AgeMemState, runtime: Runtime[Any]) -> dict[str, Any]:
+        user_id_of(runtime)  # a missing context fails here, before any model call
+        stage, incoming = state.get("stage"), state.get("incoming", [])
+        if stage not in STAGES:
+            raise ValueError(f"input 'stage' must be one of {list(STAGES)}, got {stage!r}")
+        if not isinstance(incoming, list) or not all(isinstance(text, str) and text.strip() for text in incoming):
+            raise ValueError(f"input 'incoming' must be a list of non-empty strings (the messages that arrive), got {incoming!r}")
+        messages = [] if state.get("reset_context") else list(state.get("messages", []))
+        updates: list[BaseMessage] = []
+        if state.get("reset_context") and state.get("messages"):
+            updates.append(RemoveMessage(id=REMOVE_ALL_MESSAGES))
+        next_group = 1 + max((group_number(group.group_id) for group in message_groups(messages) if is_ours(group.messages[0])), default=0)
+        if not all(is_ours(message) for message in messages):
+            # Messages from elsewhere get group ids; ids change, so the whole list is rewritten in order.
+            renamed = []
+            for group in message_groups(messages):
+                group_id = group.group_id if is_ours(group.messages[0]) else f"g{next_group}"
+                next_group += 0 if is_ours(group.messages[0]) else 1
+                renamed.append(group.messages[0].model_copy(update={"id": group_id}))
+                renamed.extend(m.model_copy(update={"id": f"{group_id}-r{i}"}) for i, m in enumerate(group.messages[1:], 1))
+            updates = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *renamed]
+        return {
+            "messages": updates, "incoming": list(incoming), "reset_context": False, "next_group": next_group,
+            "stage_turns": 0, "message_turns": 0, "tool_calls": {}, "usage": dict(NO_USAGE), "context_tokens": 0,
+            "overflow_trims": 0, "response": "", "stop_reason": "replied",
+        }
+
+    # deliver ----------------------------------------------------------------------------------
+    @staticmethod
+    def deliver(state: AgeMemState) -> dict[str, Any]:
+        group_id = f"g{state['next_group']}"
+        return {
+            "messages": [HumanMessage(state["incoming"][0], id=group_id)],
+            "incoming": state["incoming"][1:],
+            "next_group": state["next_group"] + 1,
+            "message_turns": 0,
+        }
+
+    # agent ------------------------------------------------------------------------------------
+    def _count(self, system: str, messages: Sequence[BaseMessage]) -> int:
+        texts = [system, *(message.text + "".join(str(c["args"]) for c in getattr(message, "tool_calls", [])) for message in messages)]
+        return sum(len(ids) + TOKENS_PER_MESSAGE for ids in self.codec.encode_batch(texts))
+
+    def _prompt(self, state: AgeMemState) -> tuple[list[BaseMessage], list[BaseMessage], int]:
+        """The prompt, the removals that fit it into the budget, and how many groups they drop."""
+        messages = list(state["messages"])
+        instruction = STAGE_INSTRUCTIONS[state["stage"]]
+        removals: list[BaseMessage] = []
+        trims = 0
+        if self.config.max_context_tokens is not None:
+            groups = message_groups(messages)
+            # The newest group (what just arrived, or the last tool results) always stays.
+            while len(groups) > 1 and self._count(SYSTEM_PROMPT.format(instruction=instruction, groups=context_map(messages)),
+                                                  rendered_context(messages)) > self.config.max_context_tokens:
+                dropped = groups.pop(0)
+                removals.extend(RemoveMessage(id=str(message.id)) for message in dropped.messages)
+                messages = messages[len(dropped.messages):]
+                trims += 1
+        system = SystemMessage(SYSTEM_PROMPT.format(instruction=instruction, groups=context_map(messages)))
+        return [system, *rendered_context(messages)], removals, trims
+
+    def _after_call(self, state: AgeMemState, reply: BaseMessage, removals: list[BaseMessage], trims: int) -> dict[str, Any]:
+        group_id = f"g{state['next_group']}"
+        message = with_call_ids(reply, group_id)
+        reported = getattr(reply, "usage_metadata", None) or {}
+        return {
+            "messages": [*removals, message],
+            "next_group": state["next_group"] + 1,
+            "stage_turns": state["stage_turns"] + 1,
+            "message_turns": state["message_turns"] + 1,
+            "usage": add_usage(state["usage"], reply),
+            "context_tokens": reported.get("input_tokens", 0),
+            "overflow_trims": state["overflow_trims"] + trims,
+        }
+
+    def agent(self, state: AgeMemState) -> dict[str, Any]:
+        prompt, removals, trims = self._prompt(state)
+        reply = call_model(self.tool_model, prompt, f"AgeMem {state['stage']} turn", self.model)
+        return self._after_call(state, reply, removals, trims)
+
+    async def aagent(self, state: AgeMemState) -> dict[str, Any]:
+        prompt, removals, trims = await asyncio.to_thread(self._prompt, state)
+        reply = await acall_model(self.tool_model, prompt, f"AgeMem {state['stage']} turn", self.model)
+        return self._after_call(state, reply, removals, trims)
+
+    # force_answer -----------------------------------------------------------------------------
+    def _force_prompt(self, state: AgeMemState) -> tuple[HumanMessage, list[BaseMessage]]:
+        request = HumanMessage(FORCE_ANSWER_PROMPT, id=f"g{state['next_group']}")
+        instruction = STAGE_INSTRUCTIONS["answer"]
+        messages = [*state["messages"], request]
+        system = SystemMessage(SYSTEM_PROMPT.format(instruction=instruction, groups=context_map(messages)))
+        return request, [system, *rendered_context(messages)]
+
+    def _after_force(self, state: AgeMemState, request: HumanMessage, reply: BaseMessage) -> dict[str, Any]:
+        group_id = f"g{state['next_group'] + 1}"
+        reported = getattr(reply, "usage_metadata", None) or {}
+        # Without tools bound, the reply is text: any tool-call fields would be unanswerable here.
+        message = AIMessage(content=reply.content, id=group_id, usage_metadata=reported or None,
+                            response_metadata=getattr(reply, "response_metadata", {}))
+        return {
+            "messages": [request, message],
+            "next_group": state["next_group"] + 2,
+            "usage": add_usage(state["usage"], reply),
+            "context_tokens": reported.get("input_tokens", 0),
+        }
+
+    def force_answer(self, state: AgeMemState) -> dict[str, Any]:
+        request, prompt = self._force_prompt(state)
+        return self._after_force(state, request, call_model(self.answer_model, prompt, "AgeMem forced answer", self.model))
+
+    async def aforce_answer(self, state: AgeMemState) -> dict[str, Any]:
+        request, prompt = self._force_prompt(state)
+        return self._after_force(state, request, await acall_model(self.answer_model, prompt, "AgeMem forced answer", self.model))
+
+    # tools ------------------------------------------------------------------------------------
+    def tools(self, state: AgeMemState, runtime: Runtime[Any]) -> dict[str, Any]:
+        original = list(state["messages"])
+        call_message = original[-1]
+        assert isinstance(call_message, AIMessage), "the tools step follows an assistant turn"
+        memory = self.memory(runtime)
+        edit = ContextEdit(original, str(call_message.id))
+        counts = dict(state.get("tool_calls", {}))
+        replies: list[ToolMessage] = []
+        for call in call_message.tool_calls:
+            counts[call["name"]] = counts.get(call["name"], 0) + 1
+            try:
+                content, status = self._run_tool(call["name"], call["args"], memory, edit), "success"
+            except ToolError as error:
+                content, status = f"error: {error}", "error"
+            replies.append(ToolMessage(content, tool_call_id=call["id"], name=call["name"], status=status))
+        for call in call_message.invalid_tool_calls:
+            counts["invalid"] = counts.get("invalid", 0) + 1
+            reason = call.get("error") or "the call could not be parsed"
+            replies.append(ToolMessage(
+                f"error: your call to {call.get('name') or 'a tool'} could not be used ({reason}); "
+                f"arguments were {call.get('args')!r}. Call a tool with a JSON object of its arguments.",
+                tool_call_id=call["id"], name=call.get("name") or "unknown", status="error",
+            ))
+        for number, reply in enumerate(replies, 1):
+            reply.id = f"{call_message.id}-r{number}"
+        return {"messages": [*edit.updates(original), *replies], "tool_calls": counts}
+
+    async def atools(self, state: AgeMemState, runtime: Runtime[Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(self.tools, state, runtime)
+
+    @staticmethod
+    def _args(name: str, args: Any) -> BaseModel:
+        schema = TOOL_ARGS.get(name)
+        if schema is None:
+            raise ToolError(f"there is no tool {name!r}; the tools are: {', '.join(TOOL_ARGS)}")
+        try:
+            return schema.model_validate(args if isinstance(args, dict) else {})
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors())
+            expected = ", ".join(schema.model_fields)
+            raise ToolError(f"bad arguments for {name} ({problems}); it takes: {expected}") from None
+
+    def _run_tool(self, name: str, raw_args: Any, memory: LongTermMemory, edit: ContextEdit) -> str:
+        args = self._args(name, raw_args)
+        if isinstance(args, AddMemoryArgs):
+            return f"added {memory.add(args.content.strip(), [tag.strip() for tag in args.tags if tag.strip()])}"
+        if isinstance(args, (UpdateMemoryArgs, DeleteMemoryArgs)):
+            memory_id = parse_memory_id(args.memory_id)
+            if memory_id is None or memory.get(memory_id) is None:
+                existing = ", ".join(item.key for item in memory.items()) or "none yet"
+                raise ToolError(f"no memory item {args.memory_id!r}; the items are: {existing}")
+            if isinstance(args, UpdateMemoryArgs):
+                memory.update(memory_id, args.content.strip())
+                return f"updated {memory_id}"
+            memory.delete(memory_id)
+            return f"deleted {memory_id}"
+        if isinstance(args, RetrieveMemoryArgs):
+            hits = memory.search(args.query, args.k)
+            if not hits:
+                return "long-term memory is empty"
+            lines = []
+            for memory_id, value, score in hits:
+                tags = f" [{', '.join(value.get('tags', []))}]" if value.get("tags") else ""
+                shown = f" (score {score:.2f})" if score is not None else ""
+                lines.append(f"{memory_id}{shown}: {value.get('content', '')}{tags}")
+            return "\n".join(lines)
+        if isinstance(args, SummarizeContextArgs):
+            return edit.summarize(args.group_ids, args.summary.strip())
+        return edit.filter(args.group_ids)
+
+    # routing ----------------------------------------------------------------------------------
+    def _more_or_end(self, state: AgeMemState) -> str:
+        if state.get("incoming"):
+            return "deliver"
+        return "force_answer" if self._needs_forced_answer(state) else END
+
+    def _needs_forced_answer(self, state: AgeMemState) -> bool:
+        last = state["messages"][-1] if state.get("messages") else None
+        ended_on_tools = isinstance(last, ToolMessage) or (isinstance(last, AIMessage) and (last.tool_calls or last.invalid_tool_calls))
+        return self.config.force_answer and state["stage"] == "answer" and bool(ended_on_tools)
+
+    def after_start(self, state: AgeMemState) -> str:
+        return "deliver" if state.get("incoming") else END
+
+    def after_deliver(self, state: AgeMemState) -> str:
+        return "agent" if state["stage_turns"] < self.config.max_stage_turns else self._more_or_end(state)
+
+    def after_agent(self, state: AgeMemState) -> str:
+        last = state["messages"][-1]
+        return "tools" if last.tool_calls or last.invalid_tool_calls else self._more_or_end(state)
+
+    def after_tools(self, state: AgeMemState) -> str:
+        if state["message_turns"] < self.config.max_turns_per_message and state["stage_turns"] < self.config.max_stage_turns:
+            return "agent"
+        return self._more_or_end(state)
+
+    @staticmethod
+    def finish(state: AgeMemState) -> dict[str, Any]:
+        """A stage ends "replied" when its last message is a text-only assistant reply."""
+        last = state["messages"][-1] if state.get("messages") else None
+        replied = isinstance(last, AIMessage) and not (last.tool_calls or last.invalid_tool_calls)
+        return {"response": last.text if replied else "", "stop_reason": "replied" if replied else "turn_limit"}
+
+
+class AgeMemGraph(RecursionSizedGraph):
+    """A compiled AgeMem stage graph that sizes its recursion limit from the stage's content.
+
+    A stage takes one step per arriving message and two per assistant turn; the limit is
+    raised to cover that bound, so a stage can never fail with ``GraphRecursionError``.
+    """
+
+    graph_attributes = ("agemem_config", "agemem_namespace_root")
+    agemem_config: AgeMemConfig
+    agemem_namespace_root: str
+
+    def steps_needed(self, input: Any, config: RunnableConfig) -> int:
+        incoming = input.get("incoming", []) if isinstance(input, dict) else []
+        arrivals = len(incoming) if isinstance(incoming, list) else 0
+        turns = min(self.agemem_config.max_stage_turns, max(1, arrivals) * self.agemem_config.max_turns_per_message)
+        return arrivals + 2 * turns + 10
+
+
+def local_context_budget(model: BaseChatModel, turn_tokens: int, cap: int) -> int | None:
+    """The model's window minus the turn's generation, at most ``cap``; ``None`` where the window is unknown (servers)."""
+    window = context_window(model)
+    if window is None:
+        return None
+    return max(1, min(cap, window - turn_tokens))
+
+
+def build_agemem_graph(
+    model: BaseChatModel,
+    *,
+    store: BaseStore | None = None,
+    embeddings: Embeddings | None = None,
+    max_turns_per_message: int = 2,
+    max_stage_turns: int = 32,
+    turn_tokens: int = 256,
+    max_context_tokens: int | None = None,
+    tokenizer: Any = None,
+    force_answer: bool = True,
+    namespace_root: str = DEFAULT_NAMESPACE_ROOT,
+    checkpointer: Any = None,
+    name: str = "agemem",
+) -> AgeMemGraph:
+    """Build the AgeMem tool loop (six memory tools) as a compiled graph that runs one stage.
+
+    Args:
+        model: a LangChain chat model with ``bind_tools`` (``load_chat_model("smollm2-135m")``,
+            ``ChatOpenAI`` on ``vllm serve --enable-auto-tool-choice``, ...).
+        store: long-term memory, any LangGraph ``BaseStore``; default an ``InMemoryStore``
+            with an embedding index on ``content``. Stores without an index are searched by
+            embedding the namespace's items on each ``retrieve_memory``.
+        embeddings: any LangChain ``Embeddings`` for the default store and for unindexed
+            stores; default the embedded all-MiniLM-L6-v2, loaded on first search.
+        max_turns_per_message: assistant turns after each arriving message (default 2: one
+            tool turn and a text reply; chosen for the embedded 135M model on CPU, the
+            AgeMem paper sets none).
+        max_stage_turns: assistant turns per stage (default 32).
+        turn_tokens: generation limit of each turn (default 256).
+        max_context_tokens: when the rendered context (counted with ``tokenizer``) exceeds
+            this, the oldest whole groups are dropped before the call and counted in
+            ``overflow_trims`` (AgeMem penalizes overflow); ``None`` never drops.
+        tokenizer: for ``max_context_tokens``; default the model's own (local backends).
+        force_answer: in the answer stage, when the turns run out on a tool turn, make one
+            tool-free call asking for the answer.
+        namespace_root: first label of the long-term namespace ``(namespace_root, user_id)``.
+        checkpointer: any LangGraph checkpointer (``None``: none, or the parent's when nested).
+        name: graph name.
+
+    Returns:
+        A compiled graph. Input :class:`AgeMemInput` (``stage``, ``incoming``, optional
+        ``messages`` / ``reset_context``); run it with ``context={"user_id": ...}``.
+        Output :class:`AgeMemOutput`.
+
+    Example:
+        >>> from langgraph_memagent import load_chat_model
+        >>> graph = build_agemem_graph(load_chat_model("smollm2-135m"))   # doctest: +SKIP
+        >>> stage = graph.invoke({"stage": "build", "incoming": ["Ann lives in Oslo."]},   # doctest: +SKIP
+        ...                      context={"user_id": "alice"})
+        >>> sorted(stage["tool_calls"])   # doctest: +SKIP
+        ['add_memory']
+    """
+    if not hasattr(model, "bind_tools"):
+        raise TypeError(f"AgeMem needs a chat model with bind_tools, got {type(model).__name__}")
+    if not isinstance(namespace_root, str) or not namespace_root or "." in namespace_root:
+        raise ValueError(f"namespace_root must be a non-empty label without '.', got {namespace_root!r}")
+    config = AgeMemConfig(max_turns_per_message=max_turns_per_message, max_stage_turns=max_stage_turns,
+                          turn_tokens=turn_tokens, max_context_tokens=max_context_tokens, force_answer=force_answer)
+    if max_context_tokens is not None and tokenizer is None and getattr(type(model), "tokenizer", None) is None:
+        resolve_tokenizer(None, model)  # no tokenizer to count the context with: fail now, with how to pass one
+    if store is None:
+        store = default_agemem_store(embeddings)
+    elif not isinstance(store, BaseStore):
+        raise TypeError(f"store must be a LangGraph BaseStore, got {type(store).__name__}")
+    steps = _AgeMemSteps(model, store, embeddings, config, tokenizer, namespace_root)
+    builder = StateGraph(AgeMemState, context_schema=AgeMemContext, input_schema=AgeMemInput, output_schema=AgeMemOutput)
+    builder.add_node("start_stage", node(steps.start_stage))
+    builder.add_node("deliver", node(steps.deliver))
+    builder.add_node("agent", node(steps.agent, steps.aagent))
+    builder.add_node("tools", node(steps.tools, steps.atools))
+    builder.add_node("force_answer", node(steps.force_answer, steps.aforce_answer))
+    builder.add_node("finish", node(steps.finish))
+    builder.add_edge(START, "start_stage")
+    ends = {END: "finish"}
+    builder.add_conditional_edges("start_stage", steps.after_start, {"deliver": "deliver", **ends})
+    builder.add_conditional_edges("deliver", steps.after_deliver, {"agent": "agent", "deliver": "deliver", "force_answer": "force_answer", **ends})
+    builder.add_conditional_edges("agent", steps.after_agent, {"tools": "tools", "deliver": "deliver", "force_answer": "force_answer", **ends})
+    builder.add_conditional_edges("tools", steps.after_tools, {"agent": "agent", "deliver": "deliver", "force_answer": "force_answer", **ends})
+    builder.add_edge("force_answer", "finish")
+    builder.add_edge("finish", END)
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    return AgeMemGraph.from_compiled(compiled, agemem_config=config, agemem_namespace_root=namespace_root)

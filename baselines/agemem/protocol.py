@@ -1,0 +1,343 @@
+"""AgeMem's three-stage rollout (build memory; reset, distractors; question) and its question-answering graph."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+
+from ...agents.answers import last_boxed_content
+from ...agents.calls import NO_USAGE, AnswerOutput, QuestionInput, TokenUsage, positive_int, validated_inputs
+from ...agents.compiled_graph import node
+from ...agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
+from .graph import AgeMemContext, AgeMemGraph, build_agemem_graph, local_context_budget
+from .store import LongTermMemory
+from .tools import Stage
+
+
+# -- the three-stage protocol ---------------------------------------------------------------------
+
+
+@dataclass
+class AgeMemProtocolResult:
+    """One AgeMem rollout: the answer and what each stage did."""
+
+    response: str  # the answer stage's final text
+    answer: str | None  # the last \\boxed{} content, else the stripped response, else None
+    usage: TokenUsage
+    stage_turns: dict[str, int]
+    tool_calls: dict[str, int]  # summed over stages
+    context_tokens: int  # input tokens of the last model call
+    overflow_trims: int
+    stop_reasons: dict[str, str]
+    transcripts: dict[str, list[BaseMessage]] = field(default_factory=dict)  # each stage's final context
+
+
+def _answer_of(response: str) -> str | None:
+    boxed = last_boxed_content(response)
+    if boxed is not None:
+        return boxed.strip()
+    return response.strip() or None
+
+
+def _combine(stages: dict[str, dict[str, Any]]) -> AgeMemProtocolResult:
+    usage: TokenUsage = dict(NO_USAGE)  # type: ignore[assignment]
+    counts: dict[str, int] = {}
+    for output in stages.values():
+        for key in usage:
+            usage[key] += output["usage"][key]  # type: ignore[literal-required]
+        for tool, count in output["tool_calls"].items():
+            counts[tool] = counts.get(tool, 0) + count
+    final = stages["answer"]
+    return AgeMemProtocolResult(
+        response=final["response"],
+        answer=_answer_of(final["response"]),
+        usage=usage,
+        stage_turns={stage: output["stage_turns"] for stage, output in stages.items()},
+        tool_calls=counts,
+        context_tokens=final["context_tokens"],
+        overflow_trims=sum(output["overflow_trims"] for output in stages.values()),
+        stop_reasons={stage: output["stop_reason"] for stage, output in stages.items()},
+        transcripts={stage: list(output["messages"]) for stage, output in stages.items()},
+    )
+
+
+def _stage_inputs(stage1: Sequence[str], stage2: Sequence[str], question: str) -> list[tuple[Stage, dict[str, Any]]]:
+    for name, texts in (("stage1", stage1), ("stage2", stage2)):
+        if isinstance(texts, str) or not all(isinstance(text, str) and text.strip() for text in texts):
+            raise ValueError(f"{name} must be a list of non-empty strings (messages that arrive), got {texts!r}")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"question must be a non-empty string, got {question!r}")
+    return [
+        ("build", {"stage": "build", "incoming": list(stage1), "messages": [], "reset_context": True}),
+        ("distract", {"stage": "distract", "incoming": list(stage2), "messages": [], "reset_context": True}),
+        ("answer", {"stage": "answer", "incoming": [question]}),
+    ]
+
+
+def run_agemem_protocol(
+    graph: AgeMemGraph,
+    *,
+    stage1: Sequence[str],
+    stage2: Sequence[str],
+    question: str,
+    context: Mapping[str, Any],
+    config: RunnableConfig | None = None,
+) -> AgeMemProtocolResult:
+    """Run AgeMem's three-stage rollout with a graph from :func:`build_agemem_graph`.
+
+    (1) ``stage1`` arrives message by message into an empty context (long-term memory is
+    built); (2) the context is reset, ``stage2`` (distractors) arrives; (3) ``question``
+    arrives in stage 2's context and the model answers. Long-term memory (the store
+    namespace of ``context["user_id"]``) persists across stages. The transcript is
+    carried here, so the graph needs no checkpointer.
+
+    Example:
+        >>> result = run_agemem_protocol(graph, stage1=["Ann lives in Oslo."],   # doctest: +SKIP
+        ...     stage2=["Unrelated prose."], question="Where does Ann live?", context={"user_id": "u1"})
+        >>> result.answer   # doctest: +SKIP
+        'Oslo'
+    """
+    stages: dict[str, dict[str, Any]] = {}
+    for stage, payload in _stage_inputs(stage1, stage2, question):
+        if stage == "answer":
+            payload["messages"] = stages["distract"]["messages"]
+        stages[stage] = graph.invoke(payload, config, context=dict(context))
+    return _combine(stages)
+
+
+async def arun_agemem_protocol(
+    graph: AgeMemGraph,
+    *,
+    stage1: Sequence[str],
+    stage2: Sequence[str],
+    question: str,
+    context: Mapping[str, Any],
+    config: RunnableConfig | None = None,
+) -> AgeMemProtocolResult:
+    """Async twin of :func:`run_agemem_protocol`."""
+    stages: dict[str, dict[str, Any]] = {}
+    for stage, payload in _stage_inputs(stage1, stage2, question):
+        if stage == "answer":
+            payload["messages"] = stages["distract"]["messages"]
+        stages[stage] = await graph.ainvoke(payload, config, context=dict(context))
+    return _combine(stages)
+
+
+# -- the QA graph for the comparison harness ------------------------------------------------------
+
+
+class AgeMemQAInput(QuestionInput, total=False):
+    """The package contract plus optional raw turns (LoCoMo) and distractors."""
+
+    turns: list[dict[str, Any]]  # LoCoMo's sample.meta["turns"]: one stage-1 message per session
+    distractors: list[str]  # stage-2 messages (default: essay prose)
+
+
+class AgeMemQAOutput(AnswerOutput, total=False):
+    """AnswerOutput plus what the rollout did."""
+
+    stage_turns: dict[str, int]  # assistant turns per stage: build, distract, answer
+    tool_calls: dict[str, int]  # calls by tool name over all stages
+    memory_item_count: int  # long-term items when the question was answered
+    memory_items: list[str]  # their contents (for AgeMem's memory reward)
+    context_tokens: int  # input tokens of the last model call
+    overflow_trims: int
+    stop_reasons: dict[str, str]
+
+
+class AgeMemQAState(AgeMemQAOutput, total=False):
+    document: str
+    turns: list[dict[str, Any]]
+    distractors: list[str]
+
+
+def locomo_session_messages(turns: Sequence[Mapping[str, Any]]) -> list[str]:
+    """LoCoMo turns as one message per session, headed by its date, in order of arrival.
+
+    >>> print(locomo_session_messages([{"speaker": "Ann", "text": "Hi!", "session": 1, "date_time": "8 May"},
+    ...                                {"speaker": "Bo", "text": "Hey.", "session": 2}])[1])
+    Session 2:
+    Bo: Hey.
+    """
+    sessions: dict[Any, list[str]] = {}
+    headers: dict[Any, str] = {}
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, Mapping) or not isinstance(turn.get("text"), str) or not isinstance(turn.get("speaker"), str):
+            raise TypeError(f"input 'turns'[{index}] must be a dict with string 'speaker' and 'text' (LoCoMo turns), got {turn!r}")
+        session = turn.get("session")
+        if session not in sessions:
+            date = turn.get("date_time")
+            headers[session] = f"Session {session} ({date}):" if date else f"Session {session}:"
+            sessions[session] = []
+        caption = turn.get("blip_caption")
+        sessions[session].append(f"{turn['speaker']}: {turn['text']}" + (f" [shares {caption}]" if caption else ""))
+    return ["\n".join([headers[session], *lines]) for session, lines in sessions.items()]
+
+
+def essay_distractors(seed_text: str, messages: int, sentences: int) -> list[str]:
+    """``messages`` blocks of ``sentences`` consecutive essay sentences, starting where ``seed_text`` hashes.
+
+    >>> len(essay_distractors("Where is Ann?", 2, 3)), essay_distractors("q", 1, 2) == essay_distractors("q", 1, 2)
+    (2, True)
+    """
+    from ...agents.essays import essay_sentences, essay_slice
+
+    start = int(hashlib.sha256(seed_text.encode()).hexdigest(), 16) % len(essay_sentences())
+    return [" ".join(essay_slice(start + i * sentences, sentences)) for i in range(messages)]
+
+
+class _AgeMemQASteps:
+    def __init__(self, agent: AgeMemGraph, model: BaseChatModel, tokenizer: Any, chunk_tokens: int,
+                 distractor_messages: int, distractor_sentences: int):
+        self.agent = agent
+        self.model = model
+        self.tokenizer = tokenizer
+        self.chunk_tokens = chunk_tokens
+        self.distractor_messages = distractor_messages
+        self.distractor_sentences = distractor_sentences
+        self._codec: TokenCodec | None = None
+
+    def _stages(self, state: AgeMemQAState) -> tuple[str, list[str], list[str]]:
+        question, document = validated_inputs(state)
+        turns = state.get("turns")
+        if turns:
+            if not isinstance(turns, list):
+                raise ValueError(f"input 'turns' must be a list of LoCoMo turn dicts, got {type(turns).__name__}")
+            stage1 = locomo_session_messages(turns)
+        else:
+            if self._codec is None:
+                self._codec = resolve_tokenizer(self.tokenizer, self.model)
+            stage1 = chunk_text(document, self._codec, self.chunk_tokens)
+        distractors = state.get("distractors")
+        if distractors is None:
+            distractors = essay_distractors(question, self.distractor_messages, self.distractor_sentences)
+        elif not isinstance(distractors, list) or not all(isinstance(text, str) and text.strip() for text in distractors):
+            raise ValueError(f"input 'distractors' must be a list of non-empty strings, got {distractors!r}")
+        return question, stage1, list(distractors)
+
+    @staticmethod
+    def _context(runtime: Runtime[Any]) -> tuple[dict[str, Any], bool]:
+        """The run's context, or a fresh per-run user (whose memory is cleared afterwards)."""
+        context = runtime.context
+        user_id = context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None)
+        if user_id is None:
+            return {"user_id": f"qa-{uuid.uuid4().hex}"}, True
+        return {"user_id": user_id}, False
+
+    def _output(self, question: str, result: AgeMemProtocolResult, memory: LongTermMemory, temporary: bool) -> dict[str, Any]:
+        items = [str(item.value.get("content", "")) for item in memory.items()]
+        if temporary:
+            memory.clear()
+        return {
+            "question": question, "answer": result.answer, "response": result.response, "usage": result.usage,
+            "stage_turns": result.stage_turns, "tool_calls": result.tool_calls, "memory_item_count": len(items),
+            "memory_items": items, "context_tokens": result.context_tokens, "overflow_trims": result.overflow_trims,
+            "stop_reasons": result.stop_reasons, "document": "",
+        }
+
+    def _memory(self, context: dict[str, Any]) -> LongTermMemory:
+        return LongTermMemory(self.agent.store, (self.agent.agemem_namespace_root, context["user_id"]))
+
+    def run(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
+        question, stage1, stage2 = self._stages(state)
+        context, temporary = self._context(runtime)
+        result = run_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context)
+        return self._output(question, result, self._memory(context), temporary)
+
+    async def arun(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
+        question, stage1, stage2 = await asyncio.to_thread(self._stages, state)
+        context, temporary = self._context(runtime)
+        result = await arun_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context)
+        return await asyncio.to_thread(self._output, question, result, self._memory(context), temporary)
+
+
+# A CPU prefill of a few thousand tokens takes seconds for a 135M model; the whole 8K
+# window would make every turn of a LoCoMo rollout several times slower.
+LOCAL_CONTEXT_TOKENS = 4096
+
+
+def build_agemem_qa_graph(
+    model: BaseChatModel,
+    *,
+    store: BaseStore | None = None,
+    embeddings: Embeddings | None = None,
+    tokenizer: Any = None,
+    chunk_tokens: int = 512,
+    distractor_messages: int = 2,
+    distractor_sentences: int = 12,
+    max_turns_per_message: int = 2,
+    max_stage_turns: int = 32,
+    turn_tokens: int = 256,
+    max_context_tokens: int | None = None,
+    force_answer: bool = True,
+    name: str = "agemem_qa",
+) -> CompiledStateGraph:
+    """AgeMem's three-stage rollout as a question-answering graph with the package contract.
+
+    Stage 1 receives the document: with ``turns`` (LoCoMo's ``sample.meta["turns"]``) one
+    message per session (LoCoMo: ~27), otherwise ``chunk_tokens``-token chunks. Stage 2
+    receives ``distractors`` or, by default, ``distractor_messages`` blocks of
+    ``distractor_sentences`` essay sentences (:mod:`~langgraph_memagent.agents.essays`,
+    related prose the question does not need). Stage 3 receives the question.
+
+    Long-term memory lives under the run context's ``user_id`` when one is given (it
+    persists); otherwise under a fresh per-run id that is cleared after the answer, so
+    questions never see each other's memory.
+
+    Args:
+        model: a chat model with ``bind_tools``.
+        store, embeddings, max_turns_per_message, max_stage_turns, turn_tokens,
+            force_answer: as in :func:`build_agemem_graph` (defaults chosen for the
+            embedded 135M model on CPU; the AgeMem paper gives none).
+        tokenizer: cuts the document into stage-1 chunks (not needed with ``turns``) and
+            counts the context; default the model's own (local backends).
+        chunk_tokens: tokens per stage-1 message for plain documents (default 512).
+        distractor_messages, distractor_sentences: the default stage-2 content.
+        max_context_tokens: context budget (see :func:`build_agemem_graph`); default for a
+            ``LocalChatModel`` its window minus ``turn_tokens``, at most 4096; unlimited
+            for other models.
+        name: graph name.
+
+    Returns:
+        A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` and
+        ``distractors``; output ``answer``, ``response``, ``usage``, ``question``,
+        ``stage_turns``, ``tool_calls``, ``memory_item_count``, ``memory_items``,
+        ``context_tokens``, ``overflow_trims``, ``stop_reasons``.
+
+    Example:
+        >>> from langgraph_memagent import load_chat_model
+        >>> graph = build_agemem_qa_graph(load_chat_model("smollm2-135m"))   # doctest: +SKIP
+        >>> result = graph.invoke({"question": "Where does Ann live?",         # doctest: +SKIP
+        ...                        "document": "Ann lives in Oslo. Bo lives in Rome."})
+        >>> sorted(result["stage_turns"])   # doctest: +SKIP
+        ['answer', 'build', 'distract']
+    """
+    for option, value in (("chunk_tokens", chunk_tokens), ("distractor_sentences", distractor_sentences)):
+        positive_int(option, value)
+    positive_int("distractor_messages", distractor_messages, minimum=0)
+    if max_context_tokens is None:
+        max_context_tokens = local_context_budget(model, turn_tokens, LOCAL_CONTEXT_TOKENS)
+    agent = build_agemem_graph(
+        model, store=store, embeddings=embeddings, max_turns_per_message=max_turns_per_message,
+        max_stage_turns=max_stage_turns, turn_tokens=turn_tokens, max_context_tokens=max_context_tokens,
+        tokenizer=tokenizer, force_answer=force_answer, checkpointer=False, name=f"{name}_stage",
+    )
+    steps = _AgeMemQASteps(agent, model, tokenizer, chunk_tokens, distractor_messages, distractor_sentences)
+    builder = StateGraph(AgeMemQAState, context_schema=AgeMemContext, input_schema=AgeMemQAInput, output_schema=AgeMemQAOutput)
+    builder.add_node("rollout", node(steps.run, steps.arun))
+    builder.add_edge(START, "rollout")
+    builder.add_edge("rollout", END)
+    return builder.compile(name=name)

@@ -1,0 +1,134 @@
+"""AgeMem's six memory tools (their argument schemas) and the stage prompts."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, Field, field_validator
+
+
+Stage = Literal["build", "distract", "answer"]
+
+
+STAGES: tuple[Stage, ...] = ("build", "distract", "answer")
+
+
+# Hits a retrieve_memory call may ask for: enough to gather evidence, few enough that one
+# reply cannot flood a small model's context.
+MAX_RETRIEVE_K = 20
+
+
+# -- the tools the model sees ---------------------------------------------------------------------
+
+
+class AddMemoryArgs(BaseModel):
+    """ADD (AgeMem): store a new fact in long-term memory; the reply gives its id (m1, m2, ...)."""
+
+    content: str = Field(min_length=1, description="the fact to remember, self-contained")
+    tags: list[str] = Field(default_factory=list, description="optional short labels, e.g. a person's name")
+
+
+class UpdateMemoryArgs(BaseModel):
+    """UPDATE (AgeMem): replace the content of a long-term memory item."""
+
+    memory_id: str = Field(description="id of the item, e.g. m3")
+    content: str = Field(min_length=1, description="the new content")
+
+
+class DeleteMemoryArgs(BaseModel):
+    """DELETE (AgeMem): remove a stale or useless long-term memory item."""
+
+    memory_id: str = Field(description="id of the item, e.g. m3")
+
+
+class RetrieveMemoryArgs(BaseModel):
+    """RETRIEVE (AgeMem): search long-term memory by meaning; the best items come back in the reply."""
+
+    query: str = Field(min_length=1, description="what you are looking for")
+    k: int = Field(3, ge=1, le=MAX_RETRIEVE_K, description=f"how many items to return (1 to {MAX_RETRIEVE_K})")
+
+
+def _split_group_ids(value: Any) -> Any:
+    """A list of ids, or one string such as ``"g2, g3"`` or ``"g2-g5"``, as a list of tokens."""
+    if isinstance(value, (str, int)):
+        value = [value]
+    if isinstance(value, list):
+        tokens: list[str] = []
+        for item in value:
+            tokens.extend(t for t in re.split(r"[\s,;]+", str(item).strip().strip("[]")) if t)
+        return tokens
+    return value
+
+
+class SummarizeContextArgs(BaseModel):
+    """SUMMARY (AgeMem): replace a span of consecutive context groups with your summary of them."""
+
+    group_ids: list[str] = Field(min_length=1, description='ids of consecutive context groups, e.g. ["g2", "g3"] or "g2-g5"')
+    summary: str = Field(min_length=1, description="what those groups said that is worth keeping")
+
+    _split = field_validator("group_ids", mode="before")(_split_group_ids)
+
+
+class FilterContextArgs(BaseModel):
+    """FILTER (AgeMem): remove context groups that are no longer useful."""
+
+    group_ids: list[str] = Field(min_length=1, description='ids of the context groups to remove, e.g. ["g2", "g4"]')
+
+    _split = field_validator("group_ids", mode="before")(_split_group_ids)
+
+
+TOOL_ARGS: dict[str, type[BaseModel]] = {
+    "add_memory": AddMemoryArgs,
+    "update_memory": UpdateMemoryArgs,
+    "delete_memory": DeleteMemoryArgs,
+    "retrieve_memory": RetrieveMemoryArgs,
+    "summarize_context": SummarizeContextArgs,
+    "filter_context": FilterContextArgs,
+}
+
+
+"""The six AgeMem actions by tool name (paper names: ADD, UPDATE, DELETE, RETRIEVE, SUMMARY, FILTER)."""
+
+
+def agemem_tools() -> list[dict[str, Any]]:
+    """The six tools as OpenAI tool schemas, ready for ``model.bind_tools``.
+
+    >>> [tool["function"]["name"] for tool in agemem_tools()]
+    ['add_memory', 'update_memory', 'delete_memory', 'retrieve_memory', 'summarize_context', 'filter_context']
+    """
+    tools = []
+    for name, args in TOOL_ARGS.items():
+        schema = convert_to_openai_tool(args)
+        schema["function"]["name"] = name
+        tools.append(schema)
+    return tools
+
+
+STAGE_INSTRUCTIONS: dict[str, str] = {
+    "build": (
+        "Stage 1 of 3: content arrives piece by piece. Store the facts a later question may need with "
+        "add_memory (fix or drop stale items with update_memory and delete_memory). When you are done "
+        "with a piece, reply with a short text and no tool call."
+    ),
+    "distract": (
+        "Stage 2 of 3: your context was cleared; your long-term memory is kept. The content arriving now "
+        "is probably not needed later: keep the context short with filter_context or summarize_context. "
+        "When you are done with a piece, reply with a short text and no tool call."
+    ),
+    "answer": (
+        "Stage 3 of 3: a question arrives. Use retrieve_memory to find what you stored, then reply with "
+        "text only, giving the final answer in \\boxed{}."
+    ),
+}
+
+
+SYSTEM_PROMPT = """You are an agent with a long-term memory store and a short-term context (this conversation).
+Tools: add_memory, update_memory, delete_memory manage long-term memory items (ids m1, m2, ...); retrieve_memory searches them; summarize_context and filter_context shrink the context.
+Every user message and tool reply starts with its context group id, e.g. [g3]. An assistant message and its tool replies are one group; summarize or filter whole groups only.
+{instruction}
+Context groups now: {groups}"""
+
+
+FORCE_ANSWER_PROMPT = "Answer the question now from what you know, without tools. Put the final answer in \\boxed{}."

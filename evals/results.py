@@ -1,0 +1,115 @@
+"""The comparison's results: one JSON line per graph and sample (appended and flushed, read back on resume),
+and the cells (one graph at one length) the tables and plots summarise them into."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .lengths import ComparisonError
+
+
+RESULTS_FILE = "results.jsonl"
+
+
+MANIFEST_FILE = "comparison.json"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a kill never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def result_key(line: dict[str, Any]) -> tuple:
+    return (line["graph"], line["task"], line["length"], line["index"], line["seed"])
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """The lines of a results file; a torn last line (a kill mid-write) is dropped.
+
+    Later lines win when a key repeats (a retried error).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    records: dict[tuple, dict[str, Any]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            records[result_key(record)] = record
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            if number == len(lines) and not text.endswith("\n"):
+                break  # torn by a kill: that sample simply runs again
+            raise ComparisonError(f"{path}: line {number} is not a results record ({error})") from error
+    return list(records.values())
+
+
+def _repair_torn_tail(path: Path) -> None:
+    """Cut a partial last line so appended lines start on a fresh line."""
+    if path.is_file() and path.stat().st_size:
+        text = path.read_text(encoding="utf-8")
+        if not text.endswith("\n"):
+            kept = text[: text.rfind("\n") + 1]
+            print(
+                f"note: {path}: dropped a torn last line ({len(text) - len(kept)} characters, from an interrupted run); "
+                "its sample runs again",
+                file=sys.stderr,
+            )
+            write_atomic(path, kept)
+
+
+class ResultsWriter:
+    """Appends one JSON line per finished sample and flushes it at once (thread-safe)."""
+
+    def __init__(self, path: Path):
+        _repair_torn_tail(path)
+        self._file = path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass
+class Cell:
+    """One graph at one length: accuracy and mean cost per sample."""
+
+    task: str
+    graph: str
+    length: str
+    length_tokens: float
+    """Position on the length axis: the generated length, or the mean document tokens of a data file."""
+    samples: int
+    errors: int
+    accuracy: float
+    """Mean score in percent; a sample that failed counts as 0."""
+    llm_calls: float | None
+    prompt_tokens: float | None
+    completion_tokens: float | None
+    seconds: float | None
+    flops: float | None
+    """Mean estimated FLOPs per sample (None without a FLOP model or token counts)."""

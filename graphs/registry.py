@@ -1,0 +1,239 @@
+"""The one registry of graphs: each graph's builder, its options and its input mapping.
+
+Everything that builds a graph by name reads this module: ``memagent run`` and
+``memagent compare`` (whose graph flags are made from :class:`GraphOptions`' fields), the
+comparison harness, the trainer's rollouts and the graphs ``langgraph dev`` serves. Adding a
+graph is its own module, one :func:`register_graph` line and its tests.
+
+>>> sorted(GRAPHS)
+['agemem', 'full_context', 'memagent', 'rag', 'sumer']
+>>> build_graph("memagent", load_chat_model("vllm:m", base_url="http://127.0.0.1:8000/v1"),
+...             GraphOptions(chunk_tokens=2000), "tiktoken:gpt2").memagent_config.chunk_tokens  # doctest: +SKIP
+2000
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Mapping
+
+from langchain_core.language_models import BaseChatModel
+
+from ..agents.loading import EMBEDDED_MODELS
+from ..baselines.agemem import build_agemem_qa_graph
+from ..baselines.full_context import build_full_context_graph
+from ..baselines.rag import build_rag_graph
+from ..baselines.sumer import build_sumer_graph
+from .memagent import build_memagent_graph
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    """Builder options of every registered graph; each builder reads the ones it needs."""
+
+    chunk_tokens: int = field(default=5000, metadata={"help": "MemAgent: document tokens per memory update (MemAgent paper: 5000)."})
+    memory_tokens: int = field(default=1024, metadata={"help": "MemAgent: memory size limit in tokens (MemAgent paper: 1024)."})
+    answer_tokens: int = field(default=1024, metadata={"help": "Every graph: answer length limit in tokens (MemAgent paper: 1024)."})
+    final_prompt: str = field(
+        default="boxed", metadata={"help": "Final answer format: 'boxed' (MemAgent paper) or 'answer_is'.", "choices": ("boxed", "answer_is")}
+    )
+    max_input_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Full context: prompt budget before center truncation; SUMER and AgeMem: context budget "
+                  "(default: from the model's window)."},
+    )
+    rag_chunk_tokens: int = field(default=500, metadata={"help": "RAG: tokens per retrieved chunk (SUMER paper's RAG baseline: 500)."})
+    rag_top_k: int = field(default=1, metadata={"help": "RAG: chunks retrieved per question (SUMER paper's RAG baseline: 1)."})
+    max_turns: int | None = field(
+        default=None, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20); AgeMem: turns per stage (default 32)."}
+    )
+    turn_tokens: int | None = field(
+        default=None, metadata={"help": "SUMER and AgeMem: generation limit of one tool-calling turn (default: SUMER 1024, AgeMem 256)."}
+    )
+    memory_item_tokens: int | None = field(
+        default=None, metadata={"help": "SUMER and AgeMem: tokens per stored document piece (default: SUMER 200, AgeMem 512)."}
+    )
+    max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
+    agemem_turns_per_message: int = field(default=2, metadata={"help": "AgeMem: assistant turns after each arriving message."})
+    agemem_distractor_messages: int = field(default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose."})
+    embeddings_model: str | None = field(
+        default=None, metadata={"help": "SUMER and AgeMem: sentence-transformers directory for memory search (default: embedded MiniLM)."}
+    )
+
+
+# The demo's budget for the embedded model's 8K window: small chunks keep each CPU call short and
+# a 128-token memory is plenty for a needle; the answer needs only a few tokens.
+EMBEDDED_GRAPH_DEFAULTS: Mapping[str, int] = {"chunk_tokens": 1000, "memory_tokens": 128, "answer_tokens": 64, "max_turns": 6, "turn_tokens": 128}
+
+
+def default_graph_options(model: str) -> GraphOptions:
+    """The demo's budget for the embedded model (8K window, CPU), the papers' otherwise.
+
+    >>> default_graph_options("smollm2-135m").chunk_tokens, default_graph_options("vllm:Qwen/Qwen2.5-14B").chunk_tokens
+    (1000, 5000)
+    """
+    return GraphOptions(**EMBEDDED_GRAPH_DEFAULTS) if model in EMBEDDED_MODELS else GraphOptions()
+
+
+GraphBuilder = Callable[..., Any]
+"""``builder(model, options, tokenizer, **graph_kwargs)`` -> a compiled graph taking ``{"question", "document"}``;
+``graph_kwargs`` (``checkpointer``, ``store``, ``name``) go to the graph's own ``build_*_graph``."""
+
+
+def question_input(sample: Any) -> dict[str, Any]:
+    """A graph's input from a :class:`~langgraph_memagent.evals.records.Sample` or a dataset row:
+    question and document, plus a conversation's raw turns (LoCoMo) for graphs that store messages.
+
+    >>> question_input({"question": "q?", "document": "Ann: hi", "turns": [{"speaker": "Ann", "text": "hi", "img": None}]})
+    {'question': 'q?', 'document': 'Ann: hi', 'turns': [{'speaker': 'Ann', 'text': 'hi'}]}
+    """
+    row = sample if isinstance(sample, Mapping) else {"question": sample.question, "document": sample.document, "meta": sample.meta}
+    inputs = {"question": row["question"], "document": row["document"]}
+    turns = row.get("turns") or (row.get("meta") or {}).get("turns")
+    if turns:
+        if not isinstance(turns, list) or not all(isinstance(turn, Mapping) for turn in turns):
+            raise ValueError(f"field 'turns' must be a list of message dicts (LoCoMo turns), got {turns!r:.80}")
+        # A datasets.Dataset gives every turn every key seen in any turn, None where absent.
+        inputs["turns"] = [{key: value for key, value in turn.items() if value is not None} for turn in turns]
+    return inputs
+
+
+@dataclass(frozen=True)
+class RegisteredGraph:
+    """One graph of the registry."""
+
+    builder: GraphBuilder  # builder(model, options, tokenizer, **graph_kwargs)
+    graph_input: Callable[[Any], dict[str, Any]] = question_input  # sample or dataset row -> graph input
+
+
+GRAPHS: dict[str, RegisteredGraph] = {}
+
+
+def register_graph(name: str, builder: GraphBuilder, graph_input: Callable[[Any], dict[str, Any]] = question_input) -> None:
+    """Make ``name`` a graph of ``memagent compare --graphs``, the trainer's ``--graph`` and the registry.
+
+    The graph must take ``{"question", "document"}`` and return ``answer``, ``response``
+    and ``usage``, like :func:`~langgraph_memagent.build_memagent_graph`.
+
+    >>> from dataclasses import replace
+    >>> register_graph("memagent_small", lambda model, options, tokenizer, **kw: GRAPHS["memagent"].builder(
+    ...     model, replace(options, chunk_tokens=500), tokenizer, **kw))
+    >>> "memagent_small" in GRAPHS
+    True
+    >>> del GRAPHS["memagent_small"]
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"graph name {name!r} must be letters, digits, '_', '.' or '-' (it is a CSV column and a file name part)")
+    GRAPHS[name] = RegisteredGraph(builder, graph_input)
+
+
+def build_graph(graph: str, model: BaseChatModel, options: GraphOptions, tokenizer: Any = None, /, **graph_kwargs: Any) -> Any:
+    """The registered graph ``graph`` built for ``model`` with ``options`` (``graph_kwargs``: ``checkpointer``, ``store``, ``name``)."""
+    if graph not in GRAPHS:
+        raise ValueError(f"unknown graph {graph!r}; known graphs: {', '.join(GRAPHS)}")
+    return GRAPHS[graph].builder(model, options, tokenizer, **graph_kwargs)
+
+
+def _embeddings(options: GraphOptions) -> Any:
+    """The memory search's embeddings (``None``: the baselines' embedded default)."""
+    if options.embeddings_model is None:
+        return None
+    from ..baselines.embeddings import load_embeddings
+
+    return load_embeddings(options.embeddings_model)
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The options that are set; unset ones keep the builder's own (paper) default."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _memagent(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
+    return build_memagent_graph(
+        model, chunk_tokens=options.chunk_tokens, memory_tokens=options.memory_tokens, answer_tokens=options.answer_tokens,
+        tokenizer=tokenizer, final_prompt=options.final_prompt, **graph_kwargs,
+    )
+
+
+def _full_context(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
+    return build_full_context_graph(
+        model, max_input_tokens=options.max_input_tokens, answer_tokens=options.answer_tokens, tokenizer=tokenizer,
+        final_prompt=options.final_prompt, **graph_kwargs,
+    )
+
+
+def _rag(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
+    return build_rag_graph(
+        model, chunk_tokens=options.rag_chunk_tokens, top_k=options.rag_top_k, answer_tokens=options.answer_tokens,
+        tokenizer=tokenizer, final_prompt=options.final_prompt, **graph_kwargs,
+    )
+
+
+def _sumer(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
+    return build_sumer_graph(
+        model, embeddings=_embeddings(options), max_parallel_calls=options.max_parallel_calls, answer_tokens=options.answer_tokens,
+        tokenizer=tokenizer, final_prompt=options.final_prompt,
+        **_given(max_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
+                 chunk_tokens=options.memory_item_tokens),
+        **graph_kwargs,
+    )
+
+
+def _agemem(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
+    return build_agemem_qa_graph(
+        model, embeddings=_embeddings(options), tokenizer=tokenizer, distractor_messages=options.agemem_distractor_messages,
+        max_turns_per_message=options.agemem_turns_per_message,
+        **_given(max_stage_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
+                 chunk_tokens=options.memory_item_tokens),
+        **graph_kwargs,
+    )
+
+
+def document_input(sample: Any) -> dict[str, Any]:
+    """Question and document only, for graphs that read the document as text (MemAgent).
+
+    >>> document_input({"question": "q?", "document": "text", "turns": [{"text": "hi"}]})
+    {'question': 'q?', 'document': 'text'}
+    """
+    inputs = question_input(sample)
+    inputs.pop("turns", None)
+    return inputs
+
+
+register_graph("memagent", _memagent, document_input)
+register_graph("full_context", _full_context)
+register_graph("rag", _rag)
+register_graph("sumer", _sumer)
+register_graph("agemem", _agemem)
+
+
+def option_flags() -> list[tuple[str, dict[str, Any]]]:
+    """``(--flag, argparse keywords)`` for every :class:`GraphOptions` field, from its type and help.
+
+    >>> option_flags()[0]
+    ('--chunk-tokens', {'type': <class 'int'>, 'help': 'MemAgent: document tokens per memory update (MemAgent paper: 5000).'})
+    """
+    flags = []
+    for option in fields(GraphOptions):
+        keywords: dict[str, Any] = {"help": option.metadata["help"]}
+        if "choices" in option.metadata:
+            keywords = {"choices": option.metadata["choices"], **keywords}
+        else:
+            keywords = {"type": str if "str" in str(option.type) else int, **keywords}
+        flags.append((f"--{option.name.replace('_', '-')}", keywords))
+    return flags
+
+
+__all__ = [
+    "EMBEDDED_GRAPH_DEFAULTS",
+    "GRAPHS",
+    "GraphBuilder",
+    "GraphOptions",
+    "RegisteredGraph",
+    "build_graph",
+    "default_graph_options",
+    "option_flags",
+    "question_input",
+    "register_graph",
+]

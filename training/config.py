@@ -1,0 +1,370 @@
+"""``MultiConvGRPOConfig``: TRL's ``GRPOConfig`` with MemAgent's defaults and the rollout settings, plus presets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from trl import GRPOConfig
+
+from ..evals.ruler import TASKS
+from ..evals.scoring import METRICS
+from ..graphs.registry import GRAPHS
+
+
+# Configuration
+@dataclass
+class MultiConvGRPOConfig(GRPOConfig):
+    """TRL's ``GRPOConfig`` with MemAgent's defaults (arXiv 2507.02259) and the rollout settings.
+
+    Changed TRL defaults: ``beta=1e-3`` (paper), ``use_bias_correction_kl=False`` (the
+    reference uses a plain KL), ``scale_rewards="none"`` (Dr. GRPO advantage),
+    ``num_generations=16`` (paper G), ``epsilon=epsilon_high=0.2`` (the released
+    scripts; DAPO clip-higher is ``--epsilon_high 0.28``), constant learning rate 1e-6
+    with linear warm-up (paper), ``logging_steps=1``, ``bf16`` only where CUDA exists.
+    """
+
+    # TRL fields whose defaults change ------------------------------------------------
+    beta: float = field(default=1e-3, metadata={"help": "KL coefficient (MemAgent: 1e-3)."})
+    use_bias_correction_kl: bool = field(
+        default=False, metadata={"help": "Multiply the KL by the importance ratio (MemAgent's reference: no)."}
+    )
+    scale_rewards: str = field(
+        default="none",
+        metadata={"help": "Advantage scaling: 'none' = Dr. GRPO r - group mean (MemAgent), 'group' or 'batch' std."},
+    )
+    num_generations: int | None = field(default=16, metadata={"help": "Rollouts per question, G (MemAgent: 16)."})
+    per_device_train_batch_size: int = field(
+        default=16, metadata={"help": "Rollouts per process per micro-batch; a micro-batch holds all their calls' rows."}
+    )
+    # transformers 5.24 renamed gradient checkpointing to activation checkpointing; TRL 1.16
+    # still sets the old name to True, which warns on every config. Unset here, so the old
+    # name warns only when a user passes it, and TRL's default moves to the new name.
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Deprecated alias of --activation_checkpointing (transformers 5.24)."}
+    )
+    activation_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Recompute activations in the backward pass to save memory (default: True, TRL's)."}
+    )
+    epsilon: float = field(default=0.2, metadata={"help": "Low clip epsilon (MemAgent released scripts: 0.2)."})
+    epsilon_high: float | None = field(
+        default=0.2, metadata={"help": "High clip epsilon (released scripts: 0.2; DAPO clip-higher: 0.28)."}
+    )
+    lr_scheduler_type: str = field(
+        default="constant_with_warmup", metadata={"help": "LR schedule (MemAgent: constant after linear warm-up)."}
+    )
+    warmup_steps: float = field(default=5, metadata={"help": "Linear warm-up optimizer steps (our choice)."})
+    logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
+    bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; default: only when CUDA is available."})
+    max_completion_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "Default: the graph's largest generation limit (MemAgent: max(memory_tokens, answer_tokens); "
+            "SUMER: max(turn_tokens, answer_tokens); AgeMem: turn_tokens); used by TRL's length-normalized losses."
+        },
+    )
+
+    # Model ---------------------------------------------------------------------------
+    model_name_or_path: str = field(
+        default="smollm2-135m",
+        metadata={"help": "Policy: 'smollm2-135m' (embedded) or a local transformers model directory / hub id."},
+    )
+    finetuning: str = field(
+        default="auto", metadata={"help": "'lora', 'full', or 'auto' (LoRA on CPU, full fine-tuning on GPU)."}
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout (0: rollouts and loss see the same policy)."})
+    lora_target_modules: str = field(
+        default="all-linear", metadata={"help": "Comma-separated module names or 'all-linear' (never lm_head)."}
+    )
+
+    # Graph ---------------------------------------------------------------------------
+    graph: str = field(
+        default="memagent",
+        metadata={"help": "Graph whose LLM calls become rows: a graph of the registry (graphs.registry.GRAPHS): 'memagent', 'sumer', 'agemem', ..."},
+    )
+    chunk_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Document tokens per piece; default per graph: MemAgent memory update 5000 (paper), SUMER memory "
+            "item 200, AgeMem stage-1 message 512 (the baselines' defaults). Conversation rows with 'turns' ignore it "
+            "for SUMER and AgeMem (one item per message / per session)."
+        },
+    )
+    memory_tokens: int = field(default=1024, metadata={"help": "Generation limit of a memory update (MemAgent: 1024)."})
+    answer_tokens: int = field(default=1024, metadata={"help": "Generation limit of the final answer (MemAgent: 1024)."})
+    final_prompt: str = field(default="boxed", metadata={"help": "'boxed' (paper) or 'answer_is' final prompt."})
+    turn_tokens: int | None = field(
+        default=None,
+        metadata={"help": "SUMER/AgeMem: generation limit of one tool-calling turn; default SUMER 1024, AgeMem 256."},
+    )
+    max_context_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "SUMER/AgeMem: context budget in tokens (SUMER ends the episode above it; AgeMem drops the oldest "
+            "message groups and its reward penalizes the overflow). Default, set when the trainer starts: the "
+            "policy's window minus turn_tokens (AgeMem: at most 4096, its graph's default for local models)."
+        },
+    )
+    max_turns: int = field(default=20, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20)."})
+    max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
+    agemem_turns_per_message: int = field(
+        default=2, metadata={"help": "AgeMem: assistant turns after each arriving message (graph default 2; the paper sets none)."}
+    )
+    agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
+    agemem_distractor_messages: int = field(
+        default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose (graph default 2)."}
+    )
+    agemem_turn_limit: int | None = field(
+        default=None,
+        metadata={
+            "help": "AgeMem reward: assistant turns over all three stages above which the turn penalty applies; "
+            "default agemem_stage_turns (ours: the AgeMem paper's limit is not available)."
+        },
+    )
+    embeddings_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "SUMER/AgeMem: sentence-transformers model directory for memory search; default the embedded "
+            "all-MiniLM-L6-v2."
+        },
+    )
+    rollout_concurrency: int = field(
+        default=0, metadata={"help": "Most graph runs in flight at once; 0 runs every rollout of the batch together."}
+    )
+    generation_max_batch_size: int = field(
+        default=64, metadata={"help": "Most calls the local backend decodes in one step (its continuous batch)."}
+    )
+
+    # Objective -----------------------------------------------------------------------
+    reward_metric: str | None = field(
+        default=None,
+        metadata={
+            "help": f"MemAgent: final-answer reward, 'strict_boxed' (its training verifier, the default) or one of "
+            f"{METRICS[1:]}. SUMER: unset = J x F1 with --judge_model (the paper's reward), or 'f1' = the judge-free "
+            "fallback F1 (-1 without an answer). AgeMem: metric of the reward's task component (default 'f1')."
+        },
+    )
+    judge_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "SUMER: the LLM judge's model spec for agents.loading.load_chat_model ('smollm2-135m', 'hf:<dir>', "
+            "'vllm:<model>' with --judge_base_url, ...). SUMER's reward multiplies the judge's CORRECT/WRONG by token F1."
+        },
+    )
+    judge_base_url: str | None = field(
+        default=None, metadata={"help": "OpenAI-compatible endpoint of a 'vllm:'/'openai:' judge_model."}
+    )
+    judge_max_tokens: int | None = field(
+        default=None, metadata={"help": "Reply limit of the judge (default: the judge model's own)."}
+    )
+    sumer_require_submit: bool = field(
+        default=True,
+        metadata={
+            "help": "SUMER reward: only an answer given with submit_answer counts; an answer forced at the turn cap or "
+            "read from a turn without a tool call scores -1 like no answer (the SUMER paper). --sumer_require_submit "
+            "false scores those answers too (a denser signal for small models)."
+        },
+    )
+    loss_aggregation: str = field(
+        default="token",
+        metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
+    )
+    dynamic_sampling_rounds: int = field(
+        default=0,
+        metadata={
+            "help": "DAPO's dynamic sampling (arXiv 2503.14476): a group whose rollouts all earned the same reward "
+            "(zero advantage, no signal) is replaced by a fresh training question's group, for up to this many "
+            "rounds per rollout batch; groups still flat after that are kept. 0 = off (TRL's behaviour). One process only."
+        },
+    )
+
+    # Data ----------------------------------------------------------------------------
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "JSON/JSONL/parquet in MemAgent's training format (prompt, context, reward_model.ground_truth)."},
+    )
+    task: str = field(default="niah_single_1", metadata={"help": "Generated task when no train_file (evals.ruler)."})
+    num_train_samples: int = field(default=64, metadata={"help": "Generated training questions."})
+    target_tokens: int = field(default=4000, metadata={"help": "Document length of generated tasks, in policy tokens."})
+    num_keys: int | None = field(
+        default=None,
+        metadata={"help": "Keyed needles per generated niah_multikey_1 / niah_multiquery document (RULER's num_needle_k; unset: 4)."},
+    )
+    data_seed: int = field(default=0, metadata={"help": "Seed of the generated training tasks."})
+
+    # Outputs -------------------------------------------------------------------------
+    reward_curve: bool = field(default=True, metadata={"help": "Write reward_curve.png to output_dir when training ends."})
+    preset: str | None = field(default=None, metadata={"help": "Defaults bundle: 'paper-7b' (GPUs) or 'cpu-smoke'."})
+
+    def __post_init__(self) -> None:
+        if self.activation_checkpointing is None and self.gradient_checkpointing is None:
+            self.activation_checkpointing = True
+        if self.bf16 is None:
+            # TRL defaults bf16 to True, which fails on machines without CUDA.
+            self.bf16 = torch.cuda.is_available() and not self.fp16
+        # Fields left unset take the graph's defaults.
+        for name, value in GRAPH_DEFAULTS.get(self.graph, {}).items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+        if self.agemem_turn_limit is None:
+            self.agemem_turn_limit = self.agemem_stage_turns
+        if self.max_completion_length is None:
+            limits = {
+                "memagent": (self.memory_tokens, self.answer_tokens),
+                "sumer": (self.turn_tokens, self.answer_tokens),
+                "agemem": (self.turn_tokens,),
+            }.get(self.graph, (self.memory_tokens, self.answer_tokens))
+            self.max_completion_length = max(limits)
+        problems = self.problems()
+        if problems:
+            # One line per bad field, all at once, before TRL's own checks (which stop at the first).
+            raise ValueError("\n".join(problems))
+        super().__post_init__()
+
+    def problems(self) -> list[str]:
+        """One line per bad field of this config; ``__post_init__`` raises them all together, before
+        anything loads, so a command line with three bad flags names all three."""
+        problems = []
+        choices = {
+            "finetuning": ("auto", "lora", "full"),
+            "loss_aggregation": ("token", "rollout"),
+            "final_prompt": ("boxed", "answer_is"),
+            "graph": tuple(GRAPHS),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                problems.append(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        if self.reward_metric is not None and self.reward_metric not in METRICS:
+            problems.append(f"reward_metric must be one of {list(METRICS)}, got {self.reward_metric!r}")
+        if self.graph == "sumer" and self.reward_metric not in (None, "f1"):
+            problems.append(
+                f"reward_metric for graph 'sumer' must be unset (SUMER's J x F1, with judge_model) or 'f1' (the "
+                f"judge-free fallback), got {self.reward_metric!r}"
+            )
+        if self.graph == "sumer" and self.reward_metric == "f1" and self.judge_model is not None:
+            problems.append(
+                f"graph 'sumer' got both judge_model={self.judge_model!r} (J x F1) and reward_metric='f1' (judge-free "
+                "F1); give one"
+            )
+        if self.num_generations is not None and self.num_generations < 2:
+            problems.append(
+                f"num_generations must be >= 2 (a group advantage compares rollouts of one question), got {self.num_generations!r}"
+            )
+        if not self.learning_rate > 0:
+            problems.append(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        positive = (
+            "chunk_tokens", "memory_tokens", "answer_tokens", "turn_tokens", "max_context_tokens", "max_turns",
+            "max_parallel_calls", "agemem_turns_per_message", "agemem_stage_turns", "agemem_turn_limit",
+            "judge_max_tokens", "generation_max_batch_size", "num_train_samples", "target_tokens", "num_keys",
+            "per_device_train_batch_size",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                problems.append(f"{name} must be a positive integer, got {value!r}")
+        non_negative = {
+            "agemem_distractor_messages": "",
+            "dynamic_sampling_rounds": " (0 = off)",
+            "rollout_concurrency": " (0 = all at once)",
+        }
+        for name, note in non_negative.items():
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
+        if self.train_file is not None and not Path(self.train_file).is_file():
+            problems.append(f"train_file {self.train_file!r} does not exist or is not a file")
+        if self.train_file is None and self.task not in TASKS:
+            problems.append(f"task must be one of {list(TASKS)}, got {self.task!r}")
+        model = self.model_name_or_path
+        if model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
+            problems.append(f"model_name_or_path {model!r} does not exist or is not a directory")
+        if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
+            # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
+            # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
+            # mode needs TRL's own generate to wake the engine.
+            problems.append(
+                f"vllm_mode='colocate' with vllm_tensor_parallel_size={self.vllm_tensor_parallel_size} and "
+                f"vllm_enable_sleep_mode={self.vllm_enable_sleep_mode} is not supported: rollouts need tensor parallel "
+                "size 1 and no sleep mode when colocated; use vllm_mode='server' for a model that needs several GPUs"
+            )
+        return problems
+
+    @property
+    def use_lora(self) -> bool:
+        """Whether the policy trains a LoRA adapter (``finetuning``, with 'auto' = LoRA without CUDA)."""
+        return self.finetuning == "lora" or (self.finetuning == "auto" and not torch.cuda.is_available())
+
+
+# Defaults of fields left unset, per graph: MemAgent's paper values; the baselines' own defaults.
+GRAPH_DEFAULTS: dict[str, dict[str, Any]] = {
+    "memagent": {"chunk_tokens": 5000, "reward_metric": "strict_boxed"},
+    "sumer": {"chunk_tokens": 200, "turn_tokens": 1024},
+    "agemem": {"chunk_tokens": 512, "turn_tokens": 256, "reward_metric": "f1"},
+}
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # MemAgent-7B RL (arXiv 2507.02259): Qwen2.5-7B-Instruct, 128 questions x G=16 per rollout
+    # batch, 16 optimizer steps per batch, lr 1e-6, KL 1e-3, 5000-token chunks, 1024-token
+    # memory/answer. Sized for 32 processes (4 nodes x 8 GPUs): 4 x 32 x 16 = 2048 rollouts.
+    "paper-7b": {
+        "model_name_or_path": "Qwen/Qwen2.5-7B-Instruct",
+        "finetuning": "full",
+        "num_generations": 16,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "steps_per_generation": 16,
+        "learning_rate": 1e-6,
+        "beta": 1e-3,
+        "chunk_tokens": 5000,
+        "memory_tokens": 1024,
+        "answer_tokens": 1024,
+        "reward_metric": "strict_boxed",
+        "bf16": True,
+        "activation_checkpointing": True,
+        "save_steps": 20,
+    },
+    # SmolLM2-135M + LoRA on short generated NIAH tasks: 2 chunks of essay text holding the
+    # queried needle and 1 distractor needle (RULER niah_multikey_1 with num_keys=2).
+    # The strict verifier gives this model no signal (it never writes \boxed{}), so the
+    # reward is lenient (0 of 16 sampled answers boxed, measured). Rollouts sample at T=0.7: measured on held-out
+    # questions, T=1.0 earns this reward 0 times in 32 (the memory derails), T=0.7 6/32,
+    # T=0.5 11/32, greedy 5/16; with 3 distractors and 3 chunks even T=1.0 got 2/128 and a
+    # run saw no signal. On this task, 24 steps (28 min) took held-out accuracy from 23% to
+    # 48% at T=0.7 and from 4% to 15% at T=1.0; more steps resumed at --temperature 1.0 (a
+    # second trainer: TRL fixes the loss's temperature at init) lift T=1.0 further. At T=1.0
+    # 4 in 10 batches had no reward spread, hence DAPO's dynamic sampling (2 rounds). This
+    # preset's 16 steps, then 16 at T=1.0 (bench_learning --then-steps 16), 42 minutes of
+    # training: T=1.0 1.6% -> 27.3%, greedy 34% -> 50% (BENCHMARKS.md section 6, run 7;
+    # runs vary by about +-5 points at T=1.0). Sizes, lr and rank are ours.
+    "cpu-smoke": {
+        "model_name_or_path": "smollm2-135m",
+        "finetuning": "lora",
+        "task": "niah_multikey_1",
+        "num_keys": 2,
+        "target_tokens": 240,
+        "chunk_tokens": 120,
+        "memory_tokens": 48,
+        "answer_tokens": 24,
+        "temperature": 0.7,
+        "num_generations": 8,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 1,
+        "steps_per_generation": 2,  # one question x 8 rollouts per batch, 2 optimizer steps on it
+        "learning_rate": 2e-4,
+        "warmup_steps": 2,
+        "lora_r": 16,
+        "lora_alpha": 32,
+        "reward_metric": "string_match_all",
+        "num_train_samples": 256,
+        "max_steps": 16,
+        "dynamic_sampling_rounds": 2,
+        "activation_checkpointing": False,
+        "bf16": False,
+        "save_steps": 4,
+        "report_to": "none",
+    },
+}

@@ -1,0 +1,101 @@
+"""Training questions: generated RULER tasks with distractor needles, or MemAgent-format files."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+
+from ..graphs.registry import question_input
+from .rewards import gold_answers
+
+
+def _needle_values(document: str) -> list[str]:
+    """Values of every RULER needle sentence in a document, in order of appearance."""
+    from ..evals.ruler import NEEDLE
+
+    pattern = re.escape(NEEDLE).replace(r"\{value_type\}", r"\w+").replace(r"\{key\}", r"\S+?")
+    return re.findall(pattern.replace(r"\{value\}", r"(\S+?)"), document)
+
+
+def _sample_record(sample: Any) -> dict[str, Any]:
+    answers = [str(answer) for answer in sample.answers]
+    # Needles whose values are not gold are the distractors a lenient reward must not pay for.
+    distractors = [value for value in _needle_values(sample.document) if value not in answers]
+    return {
+        "question": sample.question,
+        "document": sample.document,
+        "answers": answers,
+        "distractors": distractors,
+        "task": sample.task,
+    }
+
+
+def generate_samples(
+    task: str, codec: Any, *, num_samples: int, target_tokens: int, seed: int, num_keys: int | None = None
+) -> list[dict[str, Any]]:
+    """Generated task records (``question``, ``document``, ``answers``, ``distractors``, ``task``).
+
+    Uses ``evals.ruler.generate_task`` (all RULER-style tasks, with distractor needles
+    for the multi-key ones; ``num_keys`` sets how many needles those hold).
+    ``distractors`` lists the values of the document's needles that are not gold.
+    """
+    from ..evals.ruler import generate_task
+
+    options = {} if num_keys is None else {"num_keys": num_keys}
+    samples = generate_task(task, target_tokens, codec=codec, num_samples=num_samples, seed=seed, **options)
+    return [_sample_record(sample) for sample in samples]
+
+
+def _question_of(record: dict[str, Any]) -> Any:
+    prompt = record.get("prompt")
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, (list, tuple)) and prompt and isinstance(prompt[-1], dict):
+        return prompt[-1].get("content")
+    return record.get("question", record.get("input"))
+
+
+def load_training_file(path: str | Path) -> list[dict[str, Any]]:
+    """Records of a JSON list, JSONL or parquet file in MemAgent's training or evaluation format.
+
+    Accepted fields: question from ``prompt`` (chat messages or a string), ``question`` or
+    ``input``; document from ``context`` or ``document``; golds from
+    ``reward_model.ground_truth`` or ``answers``. A record missing one raises with its index.
+    A conversation's raw messages (``turns`` or ``meta.turns``, LoCoMo's turn dicts) are
+    kept as ``turns`` for the SUMER and AgeMem graphs.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"train_file {str(path)!r} does not exist")
+    if path.suffix == ".parquet":  # MemAgent's training rows, read by the one parquet loader
+        from ..evals.loaders import load_memagent_train_parquet
+
+        samples = load_memagent_train_parquet(path)
+        return [{**question_input(sample), "answers": list(sample.answers), "distractors": [], "task": "file"} for sample in samples]
+    else:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            if path.suffix == ".jsonl":
+                raw = [json.loads(line) for line in text.splitlines() if line.strip()]
+            else:
+                raw = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"train_file {str(path)!r} is not valid JSON{' lines' if path.suffix == '.jsonl' else ''}: {error}") from None
+    if not isinstance(raw, list):
+        raise ValueError(f"train_file {str(path)!r} must hold a list of records, got {type(raw).__name__}")
+    records = []
+    for index, record in enumerate(raw):
+        question, document = _question_of(record), record.get("context", record.get("document"))
+        if not isinstance(question, str) or not isinstance(document, str):
+            raise ValueError(
+                f"record {index} of {str(path)!r}: expected a question ('prompt', 'question' or 'input') and a "
+                f"document string ('context' or 'document'); keys: {sorted(record)}"
+            )
+        golds = gold_answers(record)
+        # question_input keeps a conversation's raw turns (LoCoMo rows) for the graphs that store messages.
+        row = question_input({**record, "question": question, "document": document})
+        records.append({**row, "answers": golds, "distractors": [], "task": "file"})
+    return records

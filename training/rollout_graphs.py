@@ -1,0 +1,141 @@
+"""What a rollout runs: the registered graph built from the trainer's config, and its reward."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..evals.locomo_scoring import LLMJudge
+from ..graphs.registry import GraphOptions, build_graph
+from .config import GRAPH_DEFAULTS, MultiConvGRPOConfig
+from .rewards import (
+    AgeMemReward,
+    AgeMemRewardConfig,
+    AnswerReward,
+    JudgeFreeSumerReward,
+    SubmittedAnswersOnly,
+    SumerReward,
+)
+from .rollouts import RewardFn
+
+
+GraphBuilder = Callable[[Any, MultiConvGRPOConfig, Any], Any]
+"""``graph_builder(chat_model, config, tokenizer) -> graph`` (default :func:`rollout_graph`)."""
+GraphInput = Callable[[dict[str, Any]], dict[str, Any]]
+"""``graph_input(row) -> graph input`` (default: the registered graph's input mapping)."""
+
+
+def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
+    """The registry's options of ``config.graph`` from the trainer's fields.
+
+    ``chunk_tokens`` is MemAgent's chunk, or the stored piece of a document for SUMER and
+    AgeMem; ``max_context_tokens`` is their context budget; ``max_turns`` is SUMER's turn cap
+    and ``agemem_stage_turns`` AgeMem's.
+
+    >>> config = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="agemem", agemem_stage_turns=8)
+    >>> options = graph_options(config)
+    >>> options.memory_item_tokens, options.max_turns, options.turn_tokens
+    (512, 8, 256)
+    """
+    pieces = config.graph in ("sumer", "agemem")
+    per_graph = {"memory_item_tokens": config.chunk_tokens} if pieces else {"chunk_tokens": config.chunk_tokens}
+    return GraphOptions(
+        **per_graph,
+        memory_tokens=config.memory_tokens,
+        answer_tokens=config.answer_tokens,
+        final_prompt=config.final_prompt,
+        max_input_tokens=config.max_context_tokens,
+        max_turns=config.agemem_stage_turns if config.graph == "agemem" else config.max_turns,
+        turn_tokens=config.turn_tokens,
+        max_parallel_calls=config.max_parallel_calls,
+        agemem_turns_per_message=config.agemem_turns_per_message,
+        agemem_distractor_messages=config.agemem_distractor_messages,
+        embeddings_model=config.embeddings_model,
+    )
+
+
+def rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> Any:
+    """The registered graph ``config.graph`` on the rollout chat model; chunking uses the policy's tokenizer.
+
+    SUMER's bank ingests a conversation once and every rollout of its group searches the
+    same items; AgeMem keeps each run's long-term memory under a fresh user id, cleared after
+    the answer, so concurrent rollouts never read each other's memory.
+    """
+    return build_graph(config.graph, model, graph_options(config), tokenizer)
+
+
+def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None) -> RewardFn:
+    """The reward of ``config.graph``: MemAgent's answer verifier, SUMER's J x F1, AgeMem's composite.
+
+    SUMER needs an LLM judge: ``judge`` (any chat model) or ``config.judge_model``;
+    without either it fails unless ``config.reward_metric == "f1"`` chose the judge-free
+    fallback; with ``config.sumer_require_submit`` (the paper's rule) only answers given
+    through ``submit_answer`` count (:class:`SubmittedAnswersOnly`). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
+    from the policy's window when unset) and ``config.agemem_turn_limit``.
+
+    >>> default_reward(MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer"))
+    Traceback (most recent call last):
+    ...
+    ValueError: graph 'sumer' needs an LLM judge for its J x F1 reward: set judge_model (a model spec, e.g. 'smollm2-135m' or 'vllm:<model>' with judge_base_url), or choose the judge-free fallback explicitly with reward_metric='f1'
+    """
+    if config.graph == "sumer":
+        reward = _sumer_reward(config, judge)
+        return SubmittedAnswersOnly(reward) if config.sumer_require_submit else reward
+    if config.graph == "agemem":
+        if config.max_context_tokens is None:
+            raise ValueError(
+                "graph 'agemem' needs max_context_tokens for its reward's context limit (the trainer sets it from "
+                "the policy's window when unset)"
+            )
+        return AgeMemReward(
+            context_limit=config.max_context_tokens,
+            turn_limit=config.agemem_turn_limit,
+            config=AgeMemRewardConfig(task_metric=config.reward_metric or GRAPH_DEFAULTS["agemem"]["reward_metric"]),
+        )
+    return AnswerReward(config.reward_metric or GRAPH_DEFAULTS["memagent"]["reward_metric"])
+
+
+def _sumer_reward(config: MultiConvGRPOConfig, judge: Any) -> RewardFn:
+    """SUMER's J x F1 with ``judge`` or ``config.judge_model``, or the explicitly chosen judge-free F1."""
+    if config.reward_metric == "f1":
+        return JudgeFreeSumerReward()
+    if judge is None and config.judge_model is None:
+        raise ValueError(
+            "graph 'sumer' needs an LLM judge for its J x F1 reward: set judge_model (a model spec, e.g. "
+            "'smollm2-135m' or 'vllm:<model>' with judge_base_url), or choose the judge-free fallback explicitly "
+            "with reward_metric='f1'"
+        )
+    if judge is None:
+        from ..agents.loading import load_chat_model
+
+        options = {"base_url": config.judge_base_url} if config.judge_base_url else {}
+        judge = load_chat_model(config.judge_model, **options)
+    return SumerReward(LLMJudge(judge, max_tokens=config.judge_max_tokens))
+
+
+def context_budget(config: MultiConvGRPOConfig, window: int | None) -> int | None:
+    """``config.max_context_tokens``, or the default for ``config.graph`` given the policy's ``window``.
+
+    SUMER ends an episode when the next prompt would not fit the window with room for
+    one turn; AgeMem keeps at most 4096 tokens (its graph's default for local models,
+    chosen for CPU prefill). MemAgent needs none.
+
+    >>> base = dict(output_dir="/tmp/x", bf16=False, turn_tokens=256)
+    >>> [context_budget(MultiConvGRPOConfig(graph=g, **base), 8192) for g in ("memagent", "sumer", "agemem")]
+    [None, 7936, 4096]
+    """
+    if config.max_context_tokens is not None or config.graph not in ("sumer", "agemem"):
+        return config.max_context_tokens
+    if window is None:
+        raise ValueError(
+            f"graph {config.graph!r}: the policy's context window is unknown (no max_position_embeddings in its "
+            "config); set max_context_tokens"
+        )
+    room = window - config.turn_tokens
+    if room < 1:
+        raise ValueError(f"turn_tokens={config.turn_tokens} leaves no room in the policy's {window}-token window")
+    if config.graph == "agemem":
+        from ..baselines.agemem import LOCAL_CONTEXT_TOKENS
+
+        return min(room, LOCAL_CONTEXT_TOKENS)
+    return room

@@ -1,0 +1,406 @@
+"""``MultiConvGRPOTrainer``: TRL's ``GRPOTrainer`` whose rollouts run a graph; every LLM call is a training row."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import TrainerCallback, TrainerState
+from transformers.trainer_utils import get_last_checkpoint
+from trl import GRPOTrainer
+from trl.models import unwrap_model_for_generation
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer.utils import use_adapter
+
+from ..agents.loading import context_window
+from ..graphs.registry import GRAPHS
+from .config import MultiConvGRPOConfig
+from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
+from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_reward, rollout_graph
+from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
+from .rows import (
+    RowBatch,
+    group_advantages,
+    pad_rows,
+    rollout_group_ids,
+    rollout_rows,
+    rows_to_tensors,
+    vllm_importance_ratio,
+)
+
+
+logger = logging.getLogger(__name__)
+
+
+# Logged with dynamic sampling: a rollout batch's mean reward before flat groups were replaced.
+
+
+# The trainer
+@contextmanager
+def eval_mode(module: torch.nn.Module):
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)
+
+
+class MultiConvGRPOTrainer(GRPOTrainer):
+    """GRPO over multi-conversation rollouts: every LLM call of a graph run is a row.
+
+    Args:
+        model: the policy (a loaded causal LM, PEFT-wrapped or not, or a model id).
+        args: a :class:`MultiConvGRPOConfig`.
+        train_dataset: rows with the graph's input fields and gold answers (``answers``
+            or ``reward_model.ground_truth``); see :func:`generate_samples`.
+        reward_fn: ``reward_fn(graph_output, row) -> float`` (one with a ``batch(outputs,
+            rows)`` method scores a whole rollout batch at once, e.g. the SUMER judge);
+            default :func:`default_reward` of ``args``.
+        graph_builder: ``graph_builder(chat_model, args, tokenizer) -> graph``; default
+            :func:`~.rollout_graphs.rollout_graph`, the registered graph ``args.graph``.
+        graph_input: ``graph_input(row) -> graph input``; default the registered graph's
+            (question + document, plus ``turns`` for the graphs that store messages).
+        rollout_model: ``rollout_model(trainer) -> chat model``; default
+            :func:`policy_chat_model` (generation on the current policy), or
+            :func:`vllm_chat_model` with ``use_vllm``. Anything else must generate with
+            the current weights or the ratio is off-policy.
+        peft_config, processing_class, callbacks, eval_dataset: as TRL's ``GRPOTrainer``.
+    """
+
+    _tag_names = ["trl", "grpo", "memagent", "multi-conversation"]
+
+    def __init__(
+        self,
+        model: Any,
+        args: MultiConvGRPOConfig,
+        train_dataset: Any,
+        *,
+        reward_fn: RewardFn | None = None,
+        graph_builder: GraphBuilder | None = None,
+        graph_input: GraphInput | None = None,
+        rollout_model: Callable[["MultiConvGRPOTrainer"], Any] | None = None,
+        processing_class: Any = None,
+        peft_config: Any = None,
+        eval_dataset: Any = None,
+        callbacks: list[TrainerCallback] | None = None,
+    ):
+        if not isinstance(args, MultiConvGRPOConfig):
+            raise TypeError(f"args must be a MultiConvGRPOConfig, got {type(args).__name__}")
+        if graph_builder is None and args.graph not in GRAPHS:
+            raise ValueError(f"unknown graph {args.graph!r}; expected one of {sorted(GRAPHS)}")
+        if args.max_context_tokens is None and args.graph in ("sumer", "agemem"):
+            # Resolved once here, so the graph's budget and the reward's limit are the same number.
+            args.max_context_tokens = context_budget(args, context_window(model))
+            logger.info("graph %s: max_context_tokens = %d", args.graph, args.max_context_tokens)
+        self.rollout_reward = reward_fn or default_reward(args)
+        self.graph_builder = graph_builder or rollout_graph
+        self.graph_input = graph_input or GRAPHS[args.graph].graph_input
+        self.rollout_model = rollout_model or (vllm_chat_model if args.use_vllm else policy_chat_model)
+        self._rollout_graph: Any = None
+        callbacks = list(callbacks or [])
+        if args.reward_curve:
+            callbacks.append(RewardCurveCallback())
+        super().__init__(
+            model=model,
+            # TRL requires a reward source; the reward is applied per rollout in
+            # _generate_and_score_completions, never through TRL's per-completion path.
+            reward_funcs=[self.rollout_reward],
+            args=args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=processing_class,
+            callbacks=callbacks,
+            peft_config=peft_config,
+        )
+        if args.dynamic_sampling_rounds and self.accelerator.num_processes > 1:
+            # Ranks would replace different numbers of groups, i.e. make different numbers of
+            # generate calls, which deadlocks ZeRO-3 gathers and tensor-parallel vLLM.
+            raise ValueError(
+                f"dynamic_sampling_rounds={args.dynamic_sampling_rounds} needs one process, got {self.accelerator.num_processes}"
+            )
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs: Any) -> Any:
+        """TRL's ``train``; refuses a checkpoint that has already reached ``max_steps``.
+
+        transformers' ``Trainer`` resumed there still trains (checkpoint 40 of a 40-step
+        run went on to steps 41 and 42, BENCHMARKS.md section 6), which would silently
+        change a finished run.
+        """
+        checkpoint = get_last_checkpoint(self.args.output_dir) if resume_from_checkpoint is True else resume_from_checkpoint
+        state_file = Path(checkpoint, "trainer_state.json") if isinstance(checkpoint, str) else None
+        if state_file is not None and state_file.is_file() and self.args.max_steps > 0:
+            done = TrainerState.load_from_json(str(state_file)).global_step
+            if done >= self.args.max_steps:
+                raise ValueError(
+                    f"{checkpoint} is at step {done} and max_steps is {self.args.max_steps}: nothing left to train; "
+                    "raise --max_steps to train further"
+                )
+        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+
+    # Rollouts -------------------------------------------------------------------------
+    def _graph(self) -> Any:
+        if self._rollout_graph is None:
+            self._rollout_graph = self.graph_builder(self.rollout_model(self), self.args, self._tokenizer)
+        return self._rollout_graph
+
+    def _run_rollouts(self, inputs: list[dict[str, Any]], group_ids: list[int], first_rollout_id: int) -> list[Rollout]:
+        graph_inputs = [self.graph_input(sample) for sample in inputs]
+        concurrency = self.args.rollout_concurrency or None
+        if self.use_vllm:
+            if self.state.global_step != self._last_loaded_step:  # push the weights once per optimizer step
+                self.vllm_generation.sync_weights()
+                self._last_loaded_step = self.state.global_step
+            return run_rollouts(self._graph(), graph_inputs, group_ids, max_concurrency=concurrency, first_rollout_id=first_rollout_id)
+        unwrapped_context = unwrap_model_for_generation(
+            self.model_wrapped,
+            self.accelerator,
+            gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+            gradient_checkpointing_kwargs=self.args.activation_checkpointing_kwargs,
+        )
+        with unwrapped_context as unwrapped, torch.no_grad(), eval_mode(unwrapped):
+            return run_rollouts(self._graph(), graph_inputs, group_ids, max_concurrency=concurrency, first_rollout_id=first_rollout_id)
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
+        mode = "train" if self.model.training else "eval"
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        first = self.accelerator.process_index * len(inputs)
+        group_ids = rollout_group_ids(len(inputs), num_generations, first_rollout=first)
+        started = time.perf_counter()
+        rollouts = self._run_rollouts(inputs, group_ids, first)
+        self._score_rollouts(rollouts, inputs)
+        if mode == "train" and self.args.dynamic_sampling_rounds:
+            rollouts = self._replace_flat_groups(rollouts, num_generations, next_rollout_id=first + len(inputs))
+        seconds = time.perf_counter() - started
+        return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
+
+    def _score_rollouts(self, rollouts: Sequence[Rollout], inputs: Sequence[dict[str, Any]]) -> None:
+        score_batch = getattr(self.rollout_reward, "batch", None)
+        if callable(score_batch):
+            # One batched judge call for the whole rollout batch instead of one per rollout.
+            rewards = score_batch([rollout.output for rollout in rollouts], inputs)
+            for rollout, reward in zip(rollouts, rewards, strict=True):
+                rollout.reward = float(reward)
+        else:
+            score_rollouts(rollouts, inputs, self.rollout_reward)
+
+    def _replace_flat_groups(self, rollouts: list[Rollout], num_generations: int, *, next_rollout_id: int) -> list[Rollout]:
+        """DAPO's dynamic sampling: swap each group with one reward for all its rollouts for a fresh question's group.
+
+        Such a group has zero advantage everywhere, so its rows would cost a full
+        optimizer pass and teach nothing. Fresh questions are drawn from the training set
+        (seeded by ``seed`` and the step) and keep the replaced group's id and place.
+        Logs the first draw's reward (``dynamic_sampling/first_draw_reward``: what the
+        policy scores before filtering) and the groups replaced.
+        """
+        metrics = self._metrics["train"]
+        metrics[FIRST_DRAW_REWARD].append(sum(r.reward for r in rollouts) / len(rollouts))
+        replaced = 0
+        for round_number in range(self.args.dynamic_sampling_rounds):
+            flat = [group for group in dict.fromkeys(r.group_id for r in rollouts) if len({r.reward for r in rollouts if r.group_id == group}) == 1]
+            if not flat:
+                break
+            draw = random.Random(hash((self.args.seed, self.state.global_step, round_number)))
+            questions = [self.train_dataset[draw.randrange(len(self.train_dataset))] for _ in flat]
+            inputs = [question for question in questions for _ in range(num_generations)]
+            group_ids = [group for group in flat for _ in range(num_generations)]
+            fresh = self._run_rollouts(inputs, group_ids, next_rollout_id)
+            self._score_rollouts(fresh, inputs)
+            next_rollout_id += len(fresh)
+            replaced += len(flat)
+            by_group: dict[int, list[Rollout]] = {}
+            for rollout in fresh:
+                by_group.setdefault(rollout.group_id, []).append(rollout)
+            rollouts = [by_group[r.group_id].pop(0) if r.group_id in by_group else r for r in rollouts]
+        metrics["dynamic_sampling/replaced_groups"].append(replaced)
+        return rollouts
+
+    def _batch_from_rollouts(
+        self, rollouts: Sequence[Rollout], mode: str, *, rollout_seconds: float = 0.0
+    ) -> dict[str, torch.Tensor | Any]:
+        """Scored rollouts of this process -> the dict TRL's ``_compute_loss`` consumes.
+
+        Advantages are computed over the rollouts of all processes (a group may span
+        processes), then this process's rows are built, padded and scored by the old
+        and reference policies.
+        """
+        device = self.accelerator.device
+        first = self.accelerator.process_index * len(rollouts)
+        rewards = self.accelerator.gather(torch.tensor([r.reward for r in rollouts], dtype=torch.float32, device=device))
+        groups = self.accelerator.gather(torch.tensor([r.group_id for r in rollouts], dtype=torch.long, device=device))
+        all_advantages = group_advantages(rewards, groups, scale=self.scale_rewards)
+        advantages = all_advantages[first : first + len(rollouts)]
+
+        if self.mask_truncated_completions:
+            # A call cut off at its token limit carries no loss (and no tokens in the mean).
+            for rollout in rollouts:
+                for call in rollout.calls:
+                    if call.completion_ids and call.completion_ids[-1] not in self.eos_token_ids:
+                        call.completion_ids = []
+        local_tokens = torch.tensor(sum(r.completion_tokens for r in rollouts), device=device)
+        rows = rollout_rows(
+            rollouts,
+            advantages.tolist(),
+            loss_aggregation=self.args.loss_aggregation,
+            total_tokens=int(self.accelerator.gather(local_tokens).sum().item()),
+            total_rollouts=int(rewards.numel()),
+        )
+        padding = pad_rows(rows, self.args.steps_per_generation, self._tokenizer.pad_token_id) if mode == "train" else 0
+        batch = rows_to_tensors(rows, self._tokenizer.pad_token_id, device)
+        completion_mask = batch["completion_mask"]
+        old_per_token_logps, ref_per_token_logps = self._reference_logps(batch, mode)
+        self._log_rollouts(mode, rollouts, rewards, groups, all_advantages, rows, padding, rollout_seconds)
+
+        output = {
+            "prompt_ids": batch["prompt_ids"],
+            "prompt_mask": batch["prompt_mask"],
+            "completion_ids": batch["completion_ids"],
+            "completion_mask": completion_mask,
+            "advantages": batch["advantages"],
+            "num_items_in_batch": self.accelerator.gather(completion_mask.sum()).sum(),
+        }
+        if self.args.loss_aggregation == "rollout":
+            # TRL's loss mask is completion_mask * tool_mask; per-token weights there turn its
+            # token mean into a mean over rollouts (see rollout_rows).
+            output["tool_mask"] = batch["token_weights"]
+        if old_per_token_logps is not None:
+            output["old_per_token_logps"] = old_per_token_logps
+        if self._corrects_vllm_sampling:
+            if "sampling_logps" not in batch:
+                raise MissingTokenIdsError(
+                    "vllm_importance_sampling_correction needs each call's sampling log-probs "
+                    "(response_metadata['completion_logprobs']); the rollout model reported none"
+                )
+            output["sampling_per_token_logps"] = batch["sampling_logps"]
+            output["importance_sampling_ratio"] = vllm_importance_ratio(
+                old_per_token_logps,
+                batch["sampling_logps"],
+                completion_mask,
+                mode=self.vllm_importance_sampling_mode,
+                clip_min=self.vllm_importance_sampling_clip_min,
+                clip_max=self.vllm_importance_sampling_clip_max,
+            )
+        if ref_per_token_logps is not None:
+            output["ref_per_token_logps"] = ref_per_token_logps
+        return output
+
+    def _reference_logps(self, batch: dict[str, torch.Tensor], mode: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Old-policy log-probs (needed when a rollout batch feeds several optimizer steps) and reference ones."""
+        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        logits_to_keep = batch["completion_ids"].size(1)
+        batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+        old, ref = None, None
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.activation_checkpointing_kwargs):
+            generate_every = self.args.steps_per_generation * self.num_iterations
+            if self.args.gradient_accumulation_steps % generate_every != 0 or self._corrects_vllm_sampling:
+                old, _, _ = self._get_per_token_logps_and_entropies(
+                    self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
+                )
+            if self.beta != 0.0:
+                if self.ref_model is not None:
+                    ref, _, _ = self._get_per_token_logps_and_entropies(
+                        self.ref_model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
+                    )
+                else:
+                    # PEFT: the reference is the base model (adapter disabled) or a frozen "ref" adapter.
+                    unwrapped = self.accelerator.unwrap_model(self.model)
+                    with use_adapter(unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None):
+                        ref, _, _ = self._get_per_token_logps_and_entropies(
+                            self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
+                        )
+        return old, ref
+
+    @property
+    def _corrects_vllm_sampling(self) -> bool:
+        """Whether vLLM sampled the rollouts and TRL's importance-sampling correction applies to them."""
+        return self.use_vllm and self.vllm_importance_sampling_correction
+
+    def _log_rollouts(
+        self,
+        mode: str,
+        rollouts: Sequence[Rollout],
+        rewards: torch.Tensor,
+        groups: torch.Tensor,
+        advantages: torch.Tensor,
+        rows: RowBatch,
+        padding: int,
+        seconds: float,
+    ) -> None:
+        metrics = self._metrics[mode]
+        zero_spread = [bool((rewards[groups == group] == rewards[groups == group][0]).all()) for group in groups.unique()]
+        conversations = [len(r.calls) for r in rollouts]
+        metrics["reward"].append(rewards.mean().item())
+        metrics["reward_std"].append(rewards.std().item() if rewards.numel() > 1 else 0.0)
+        metrics["frac_reward_zero_std"].append(sum(zero_spread) / len(zero_spread))
+        metrics["advantages/mean"].append(advantages.mean().item())
+        metrics["advantages/abs_mean"].append(advantages.abs().mean().item())
+        metrics["advantages/min"].append(advantages.min().item())
+        metrics["advantages/max"].append(advantages.max().item())
+        metrics["conversations_per_rollout/mean"].append(sum(conversations) / len(conversations))
+        metrics["conversations_per_rollout/min"].append(min(conversations))
+        metrics["conversations_per_rollout/max"].append(max(conversations))
+        metrics["tokens/completion_per_rollout"].append(sum(r.completion_tokens for r in rollouts) / len(rollouts))
+        metrics["tokens/prompt_per_row"].append(sum(map(len, rows.prompt_ids[: len(rows) - padding])) / max(len(rows) - padding, 1))
+        metrics["rows"].append(len(rows) - padding)
+        metrics["padding_rows"].append(padding)
+        metrics["rollout_seconds"].append(seconds)
+        metrics["temperature"].append(self.temperature)  # marks a temperature curriculum on the reward curve
+        if self.accelerator.is_main_process:
+            logger.info(
+                "rollout batch at step %d: %d rollouts, %d rows (+%d padding), reward %.3f +- %.3f, %.1f s",
+                self.state.global_step, len(rollouts), len(rows) - padding, padding,
+                rewards.mean().item(), metrics["reward_std"][-1], seconds,
+            )
+
+
+def policy_chat_model(trainer: MultiConvGRPOTrainer) -> Any:
+    """A chat model generating with the trainer's policy module itself (current weights, adapter on)."""
+    from ..agents.local_model import LocalChatModel
+
+    args = trainer.args
+    return LocalChatModel.from_model(
+        trainer.accelerator.unwrap_model(trainer.model),
+        trainer.processing_class,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_completion_length,
+        max_batch_size=args.generation_max_batch_size,
+    )
+
+
+def vllm_chat_model(trainer: MultiConvGRPOTrainer) -> Any:
+    """A chat model generating with TRL's vLLM (``--use_vllm``): its colocated engine, or the server.
+
+    In server mode every process sends its own rollouts' calls over HTTP (the main
+    process through TRL's client, which also pushes the weights; the others through a
+    client of their own), so no process waits on another's number of calls. Each reply
+    carries vLLM's sampling log-probs for the importance-sampling correction.
+    """
+    from ..agents.vllm_engine import VLLMEngineChatModel, VLLMServerEngine
+
+    args, generation = trainer.args, trainer.vllm_generation
+    if args.vllm_mode == "colocate":
+        engine = generation.llm
+    else:
+        client = getattr(generation, "vllm_client", None)
+        if client is None:  # TRL connects the main process only
+            from trl.generation.vllm_client import VLLMClient
+
+            base_url = args.vllm_server_base_url or f"http://{args.vllm_server_host}:{args.vllm_server_port}"
+            client = VLLMClient(base_url=base_url, connection_timeout=args.vllm_server_timeout)
+        engine = VLLMServerEngine(client, trainer._tokenizer)
+    return VLLMEngineChatModel(
+        model=str(args.model_name_or_path),  # a label: the engine is already loaded
+        engine=engine,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_completion_length,
+        logprobs=True,
+    )
