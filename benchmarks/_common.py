@@ -62,14 +62,6 @@ def parse_tokens(text: str) -> int:
     return int(float(match.group(1)) * _SUFFIXES[match.group(2).upper()])
 
 
-def format_tokens(tokens: int) -> str:
-    """Inverse of :func:`parse_tokens` for round sizes: 131072 -> ``"128K"``."""
-    for suffix, size in (("M", 1024 * 1024), ("K", 1024)):
-        if tokens >= size and (tokens * 10) % size == 0:
-            return f"{tokens / size:g}{suffix}"
-    return str(tokens)
-
-
 def noise_document(codec, target_tokens: int) -> tuple[str, int]:
     """The RULER noise line repeated (newline-separated) to at most ``target_tokens`` tokens.
 

@@ -40,12 +40,13 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
+from langgraph_memagent.evals.lengths import format_tokens
+
 from ._common import (
     InstantChatModel,
     OtherLoad,
     current_rss,
     embedded_codec,
-    format_tokens,
     median,
     noise_document,
     parse_tokens,

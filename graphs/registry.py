@@ -55,11 +55,24 @@ class GraphOptions:
         default=None, metadata={"help": "SUMER and AgeMem: tokens per stored document piece (default: SUMER 200, AgeMem 512)."}
     )
     max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
-    agemem_turns_per_message: int = field(default=2, metadata={"help": "AgeMem: assistant turns after each arriving message."})
-    agemem_distractor_messages: int = field(default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose."})
+    agemem_turns_per_message: int = field(
+        default=2, metadata={"help": "AgeMem: assistant turns after each arriving message (graph default 2; the paper sets none)."}
+    )
+    agemem_distractor_messages: int = field(default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose (graph default 2)."})
     embeddings_model: str | None = field(
         default=None, metadata={"help": "SUMER and AgeMem: sentence-transformers directory for memory search (default: embedded MiniLM)."}
     )
+
+
+def graph_option(name: str) -> Any:
+    """A dataclass field with :class:`GraphOptions`' default and help for ``name``, so another
+    config (the trainer's) declares the same option from the same place.
+
+    >>> graph_option("memory_tokens").metadata["help"]
+    'MemAgent: memory size limit in tokens (MemAgent paper: 1024).'
+    """
+    option = GraphOptions.__dataclass_fields__[name]
+    return field(default=option.default, metadata=dict(option.metadata))
 
 
 # The demo's budget for the embedded model's 8K window: small chunks keep each CPU call short and
@@ -233,6 +246,7 @@ __all__ = [
     "RegisteredGraph",
     "build_graph",
     "default_graph_options",
+    "graph_option",
     "option_flags",
     "question_input",
     "register_graph",

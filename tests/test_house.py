@@ -56,6 +56,15 @@ def test_functions_are_short() -> None:
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines of code: {long}"
 
 
+def test_no_block_of_six_lines_is_repeated() -> None:
+    # pylint's similarity checker; signatures are ignored, since LangChain fixes those of
+    # _generate/_agenerate for every chat model.
+    symilar = Path(sys.executable).with_name("symilar")
+    options = ["-d", "6", "--ignore-comments", "--ignore-docstrings", "--ignore-imports", "--ignore-signatures"]
+    done = subprocess.run([str(symilar), *options, *map(str, product_modules())], capture_output=True, text=True, timeout=300)
+    assert done.stdout.rstrip().endswith("duplicates=0 percent=0.00"), done.stdout[-3000:]
+
+
 def test_langgraph_internals_are_imported_in_one_documented_place() -> None:
     # LangGraph has no public way to give a node a sync and an async body; agents/compiled_graph.py
     # says so, with the version checked, and tests/test_graph_runtime.py tests what it relies on.

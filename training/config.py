@@ -11,7 +11,7 @@ from trl import GRPOConfig
 
 from ..evals.ruler import TASKS
 from ..evals.scoring import METRICS
-from ..graphs.registry import GRAPHS
+from ..graphs.registry import GRAPHS, graph_option
 
 
 # Configuration
@@ -94,13 +94,11 @@ class MultiConvGRPOConfig(GRPOConfig):
             "for SUMER and AgeMem (one item per message / per session)."
         },
     )
-    memory_tokens: int = field(default=1024, metadata={"help": "Generation limit of a memory update (MemAgent: 1024)."})
-    answer_tokens: int = field(default=1024, metadata={"help": "Generation limit of the final answer (MemAgent: 1024)."})
-    final_prompt: str = field(default="boxed", metadata={"help": "'boxed' (paper) or 'answer_is' final prompt."})
-    turn_tokens: int | None = field(
-        default=None,
-        metadata={"help": "SUMER/AgeMem: generation limit of one tool-calling turn; default SUMER 1024, AgeMem 256."},
-    )
+    # Graph options with the same default and help as `memagent compare`'s (graphs.registry.GraphOptions).
+    memory_tokens: int = graph_option("memory_tokens")
+    answer_tokens: int = graph_option("answer_tokens")
+    final_prompt: str = graph_option("final_prompt")
+    turn_tokens: int | None = graph_option("turn_tokens")
     max_context_tokens: int | None = field(
         default=None,
         metadata={
@@ -110,14 +108,10 @@ class MultiConvGRPOConfig(GRPOConfig):
         },
     )
     max_turns: int = field(default=20, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20)."})
-    max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
-    agemem_turns_per_message: int = field(
-        default=2, metadata={"help": "AgeMem: assistant turns after each arriving message (graph default 2; the paper sets none)."}
-    )
+    max_parallel_calls: int = graph_option("max_parallel_calls")
+    agemem_turns_per_message: int = graph_option("agemem_turns_per_message")
     agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
-    agemem_distractor_messages: int = field(
-        default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose (graph default 2)."}
-    )
+    agemem_distractor_messages: int = graph_option("agemem_distractor_messages")
     agemem_turn_limit: int | None = field(
         default=None,
         metadata={
@@ -125,13 +119,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             "default agemem_stage_turns (ours: the AgeMem paper's limit is not available)."
         },
     )
-    embeddings_model: str | None = field(
-        default=None,
-        metadata={
-            "help": "SUMER/AgeMem: sentence-transformers model directory for memory search; default the embedded "
-            "all-MiniLM-L6-v2."
-        },
-    )
+    embeddings_model: str | None = graph_option("embeddings_model")
     rollout_concurrency: int = field(
         default=0, metadata={"help": "Most graph runs in flight at once; 0 runs every rollout of the batch together."}
     )
