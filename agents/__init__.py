@@ -11,6 +11,7 @@ from .prompts import final_prompt, memory_update_prompt
 from .tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
 from .tool_calling import ParsedReply, parse_tool_calls
 
+
 __all__ = [
     "LocalChatModel",
     "ParsedReply",

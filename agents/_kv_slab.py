@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from transformers.cache_utils import DynamicLayer
 
+
 # Columns of room kept past the cached length; a full buffer doubles.
 SPARE_COLUMNS = 256
 

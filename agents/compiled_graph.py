@@ -22,13 +22,13 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.state import CompiledStateGraph
 
 # LangGraph 1.2.24 has no public way to give one node a sync and an async body while it still
 # injects ``store`` and ``runtime`` into them: ``add_node`` wraps a plain function in this class,
 # and LangGraph's own ToolNode and langchain's create_agent use it directly. It is imported here
 # only; tests/test_graph_runtime.py checks the behaviour relied on.
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph.state import CompiledStateGraph
 
 GraphT = TypeVar("GraphT", bound="RecursionSizedGraph")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+
 # A sentence ends at ., ! or ? followed by whitespace and a capital letter; abbreviations
 # such as "e.g." are followed by a lower-case word and so do not end one.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")

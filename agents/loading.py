@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+
 EMBEDDED_MODELS = ("smollm2-135m",)
 SPEC_FORMS = "'smollm2-135m', 'hf:<local model dir>', 'vllm:<model>', 'openai:<model>' or 'vllm-engine:<model>'"
 

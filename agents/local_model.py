@@ -36,6 +36,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
+
 _CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
 
 

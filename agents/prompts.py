@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+
 FinalPromptStyle = Literal["boxed", "answer_is"]
 
 MEMORY_START = "No previous memory"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
+
 TIKTOKEN_PREFIX = "tiktoken:"
 _SEGMENT_CHARS = 32_768
 # Segments encoded per batch (~260K characters): enough to keep the cores busy; at 3.5M

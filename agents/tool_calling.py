@@ -53,6 +53,7 @@ from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.messages.tool import tool_call as make_tool_call
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 """A normalized tool choice: a mode, or ``{"type": "function", "function": {"name": ...}}``."""
 

@@ -48,6 +48,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from .local_model import token_level_result
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
+
 VLLM_INSTALL = "pip install 'langgraph-memagent[vllm]' (vLLM needs a CUDA GPU)"
 _CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
 

@@ -3,6 +3,7 @@ ranked by BM25 (k1=1.2, b=0.75, the Robertson/Zaragoza defaults); and the item, 
 
 from __future__ import annotations
 
+import array
 import math
 import re
 from collections import Counter
@@ -10,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-import array
 import numpy as np
 
 

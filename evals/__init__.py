@@ -8,6 +8,7 @@ from .records import Sample
 from .ruler import TASKS, generate_task, niah_single_1, write_memagent_eval, write_ruler_jsonl
 from .scoring import METRICS, Metric, score
 
+
 __all__ = [
     "ComparisonConfig",
     "METRICS",

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+
 # Paper setting (MemAgent appendix): question and output budgets, chunk size, and the
 # prompt-template tokens of a memory pass and of the final pass.
 PAPER_QUESTION_TOKENS = 1024

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+
 _LENGTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
 

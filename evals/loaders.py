@@ -27,10 +27,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from ..agents.calls import positive_int
 from .multihop import render_documents
 from .records import Sample
 from .ruler import TASKS
 from .templates import task_family
+
 
 PathLike = str | os.PathLike
 
@@ -321,8 +323,7 @@ def _add_random_documents(rng: random.Random, chosen: list[int], pool_size: int,
 
 
 def _check_num_docs(num_docs: int, pool_size: int, path: PathLike) -> None:
-    if not isinstance(num_docs, int) or num_docs < 1:
-        raise ValueError(f"num_docs must be a positive integer, got {num_docs!r}")
+    positive_int("num_docs", num_docs)
     if num_docs > pool_size:
         raise ValueError(f"num_docs={num_docs} exceeds the {pool_size} distinct documents of {path}")
 

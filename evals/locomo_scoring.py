@@ -42,8 +42,10 @@ from typing import Any, Literal, get_args
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableBinding
 
+from ..agents.calls import positive_int
 from .loaders import LOCOMO_CATEGORIES, LOCOMO_NO_ANSWER
 from .scoring import gold_strings, normalize_answer
+
 
 logger = logging.getLogger(__name__)
 
@@ -500,8 +502,7 @@ class LLMJudge:
         missing = [name for name in ("{question}", "{gold_answer}", "{generated_answer}") if name not in prompt]
         if missing:
             raise ValueError(f"judge prompt lacks placeholder(s) {', '.join(missing)}")
-        if not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be a positive integer, got {max_concurrency!r}")
+        positive_int("max_concurrency", max_concurrency)
         fields = _declared_fields(model)
         options: dict[str, Any] = {"temperature": 0.0} if "temperature" in fields else {}
         if max_tokens is not None:

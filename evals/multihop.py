@@ -43,6 +43,7 @@ from ..agents.tokenizers import TokenCodec, encode_long
 from .records import Sample
 from .templates import fit_sample, prompt_template, words
 
+
 DOCUMENT_TEMPLATE = "Document {index}:\n{text}"
 QuestionKind = Literal["bridge", "comparison"]
 # HotpotQA's distractor setting: 10 paragraphs per question, 2 of them gold.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, LogLocator, NullLocator
 
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping, get_args
 
+
 AnswerMode = Literal["any", "all"]
 ANSWER_MODES: tuple[str, ...] = get_args(AnswerMode)
 

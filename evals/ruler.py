@@ -44,11 +44,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
-from ..agents.tokenizers import TokenCodec, resolve_tokenizer
+from ..agents.calls import positive_int
 from ..agents.essays import essay_sentences, essay_slice
+from ..agents.tokenizers import TokenCodec, resolve_tokenizer
 from .multihop import multihop_sample
 from .records import Sample
 from .templates import TEMPLATE_FAMILIES, fit_sample, prompt_template, words
+
 
 __all__ = [
     "NIAH_TASKS",
@@ -280,8 +282,7 @@ def generate_task(
         raise TypeError(f"{task} takes no option(s) {', '.join(sorted(unknown))}; its options: {allowed}")
     if target_tokens is not None and (not isinstance(target_tokens, int) or target_tokens < 1):
         raise ValueError(f"target_tokens must be a positive number of tokens, got {target_tokens!r}")
-    if not isinstance(num_samples, int) or num_samples < 1:
-        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+    positive_int("num_samples", num_samples)
     codec = resolve_tokenizer(codec)
     if task in MULTIHOP_TASKS:
         generator = multihop_sample

@@ -27,6 +27,7 @@ from typing import Literal, get_args
 
 from ..agents.answers import last_boxed_content
 
+
 Metric = Literal[
     "strict_boxed", "exact_match", "sub_exact_match", "f1", "string_match_all", "string_match_part"
 ]

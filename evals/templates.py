@@ -16,6 +16,7 @@ from typing import Callable
 from ..agents.tokenizers import TokenCodec, encode_long
 from .records import AnswerMode, Sample
 
+
 @dataclass(frozen=True)
 class PromptTemplate:
     """A RULER task prompt cut around its haystack: ``before + context + after``, then the answer prefix.

@@ -5,6 +5,7 @@ from ..agents.calls import ModelCallError, TokenUsage
 from .memagent import MemAgentConfig, MemAgentGraph, MemAgentInput, MemAgentOutput, build_memagent_graph
 from .registry import GRAPHS, GraphOptions, build_graph, default_graph_options, register_graph
 
+
 __all__ = [
     "GRAPHS",
     "GraphOptions",

@@ -46,6 +46,7 @@ from ..agents.tokenizers import TokenCodec, resolve_tokenizer
 from .memagent import MemAgentConfig, MemAgentGraph
 from .registry import GraphOptions, build_graph
 
+
 DEFAULT_MODEL = "smollm2-135m"
 _PAPER = MemAgentConfig()  # MemAgent paper budgets (arXiv 2507.02259), the defaults below
 

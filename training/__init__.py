@@ -6,11 +6,12 @@
 from .config import PRESETS, MultiConvGRPOConfig
 from .data import generate_samples, load_training_file
 from .evaluation import PolicyEvaluation, evaluate_policy
-from .rewards import AnswerReward, gold_answers
 from .reward_curve import plot_reward_curve
+from .rewards import AnswerReward, gold_answers
 from .rollouts import CallRecorder, LLMCall, MissingTokenIdsError, Rollout, run_rollouts
 from .rows import group_advantages
 from .trainer import MultiConvGRPOTrainer
+
 
 __all__ = [
     "PRESETS",

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-
 from ..graphs.registry import question_input
 from .rewards import gold_answers
 

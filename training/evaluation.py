@@ -28,8 +28,8 @@ import torch
 from ..graphs.registry import GRAPHS
 from .config import MultiConvGRPOConfig
 from .rollout_graphs import default_reward, rollout_graph
-from .trainer import eval_mode
 from .rollouts import RewardFn, run_rollouts, score_rollouts
+from .trainer import eval_mode
 
 
 @dataclass

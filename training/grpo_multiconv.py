@@ -99,6 +99,7 @@ Library use::
 
 from __future__ import annotations
 
+
 if __name__ == "__main__" and not __package__:
     # `python training/grpo_multiconv.py`: run the installed package's copy of this module,
     # whose relative imports resolve (the repository root is the package root).

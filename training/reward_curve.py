@@ -9,7 +9,6 @@ from typing import Any
 from transformers import TrainerCallback
 
 
-
 # Logged with dynamic sampling: a rollout batch's mean reward before flat groups were replaced.
 FIRST_DRAW_REWARD = "dynamic_sampling/first_draw_reward"
 

@@ -31,6 +31,7 @@ from typing import Any, Callable
 from ..evals.locomo_scoring import F1_VARIANTS, JudgeVerdict, LLMJudge, f1
 from ..evals.scoring import METRICS, gold_strings, normalize_answer, score
 
+
 logger = logging.getLogger(__name__)
 
 
@@ -93,8 +94,6 @@ class AnswerReward:
             if any(value.lower() in lowered for value in _distractors(sample) if value.lower() not in gold_set):
                 return 0.0
         return score(prediction, golds, self.metric)
-
-
 
 
 # ---------------------------------------------------------------------------------------
