@@ -62,6 +62,10 @@ def _model(args: argparse.Namespace) -> Any:
         options["api_key"] = args.api_key
     if args.model.split(":", 1)[0] in ("vllm", "openai"):
         options.update(timeout=args.timeout, max_retries=args.max_retries)
+    if args.quantization:
+        if args.model.split(":", 1)[0] not in ("smollm2-135m", "hf"):
+            raise CliError(f"--quantization applies to local models (smollm2-135m, hf:<dir>), not {args.model!r}")
+        options["quantization"] = args.quantization
     try:
         return load_chat_model(args.model, **options)
     except (ValueError, ImportError, RuntimeError) as error:
@@ -165,6 +169,7 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     # The run's inputs and settings, recorded in the metadata of every checkpoint it writes: a
     # thread resumes only with the inputs that started it, never with another question or document.
     settings = [question, args.model, args.tokenizer, args.chunk_tokens, args.memory_tokens, args.answer_tokens, args.final_prompt, decoding]
+    settings += [args.quantization] if args.quantization else []  # unset: the digests of earlier runs stay valid
     input_digest = hashlib.sha256((json.dumps(settings) + document).encode()).hexdigest()
     thread_id = args.thread_id or input_digest[:16]  # same inputs -> same thread: re-running resumes
     config = {"configurable": {"thread_id": thread_id}, "metadata": {"memagent_input": input_digest}}
@@ -307,6 +312,11 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--timeout", type=_number(float, low=0.0, low_open=True, what="a positive number of seconds"), default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
     group.add_argument("--max-retries", type=_number(int, low=0, what="a whole number of retries >= 0"), default=2, help="retries per server request (default: %(default)s)")
+    group.add_argument(
+        "--quantization", choices=("int8",),
+        help="experimental, local models (smollm2-135m, hf:): int8 Linear layers on CPU; decodes about 3x faster, but greedy NIAH accuracy "
+        "fell from 11/16 to 0/16 (BENCHMARKS.md section 10) (default: float32)",
+    )
 
 
 def add_graph_options(group: Any, names: Sequence[str] | None = None) -> None:

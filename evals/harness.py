@@ -313,6 +313,8 @@ def _manifest(config: ComparisonConfig, model: BaseChatModel, codec: Any) -> dic
         "tokenizer": codec.name,
         "graph_options": options,
         "judge": None if config.judge is None else config.judge if isinstance(config.judge, str) else describe_endpoint(config.judge),
+        # Only when set, so float32 runs recorded before the option existed still resume.
+        **({"quantization": model.quantization} if getattr(model, "quantization", None) else {}),
     }
 
 

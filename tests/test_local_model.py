@@ -271,3 +271,29 @@ def test_memagent_budgets_past_the_window_are_refused_at_build_time(greedy_model
     with pytest.raises(ValueError, match="answer_tokens 8000 .* lower answer_tokens"):
         build_memagent_graph(greedy_model, chunk_tokens=1000, memory_tokens=128, answer_tokens=8000)
     build_memagent_graph(greedy_model)  # the MemAgent paper's 5000/1024/1024 fits an 8K window
+
+
+@pytest.mark.embedded
+def test_int8_weights_decode_with_the_token_ids_and_quantized_linears(embedded_model_dir, recwarn):
+    from langgraph_memagent.agents.local_model import LocalChatModel
+
+    model = LocalChatModel(model_path=str(embedded_model_dir), temperature=0.0, quantization="int8")
+    reply = model.invoke("What is 2 + 2?", max_tokens=8)
+    assert reply.text.strip() and len(reply.response_metadata["completion_token_ids"]) <= 8
+    layers = {type(module).__module__ for module in model.engine.model.modules() if type(module).__name__ == "Linear"}
+    assert layers == {"torch.ao.nn.quantized.dynamic.modules.linear"}  # every Linear, the output projection too
+    # The float32 embedding table is untouched (it was tied to the output projection).
+    assert model.engine.model.get_input_embeddings().weight.dtype.is_floating_point
+    assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
+
+
+def test_int8_is_refused_where_it_cannot_apply(embedded_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from langgraph_memagent.agents.local_model import LocalChatModel
+
+    with pytest.raises(ValueError, match=r"quantization must be one of \['int8'\] or None, got 'int4'"):
+        LocalChatModel(model_path=str(embedded_model_dir), quantization="int4")
+    policy = AutoModelForCausalLM.from_pretrained(embedded_model_dir)
+    with pytest.raises(ValueError, match="from_model serves the given module as it is"):
+        LocalChatModel.from_model(policy, AutoTokenizer.from_pretrained(embedded_model_dir), quantization="int8")
