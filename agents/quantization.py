@@ -4,7 +4,7 @@ Decoding one token reads every weight once, so on a CPU it runs at the speed of 
 embedded SmolLM2-135M in float32 reads 540 MB a token. Dynamic int8 quantization stores each
 Linear weight in int8 (per-tensor scale) and quantizes the activations of each call on the fly,
 with int32 accumulation; the embedding table and the norms stay float32. Measured on 2 cores
-(benchmarks/bench_decode.py, BENCHMARKS.md section 10): decode 2.7x and prefill 3x float32's
+(benchmarks/bench_decode.py, BENCHMARKS.md section 10): decode and prefill 3x float32's
 tokens per second. It changes the numerics, and for MemAgent on this 135M model it breaks it:
 greedy RULER niah_single_1 at 4K-8K fell from 11 of 16 to 0 of 16 (the memory updates drift off
 the task; one direct question still comes out right, and next-token agreement with float32 over a
@@ -45,7 +45,7 @@ def quantize_for_cpu(model: Any, quantization: str) -> Any:
     with warnings.catch_warnings():
         # torch 2.13 marks its eager quantization API deprecated in favour of torchao, whose CPU
         # kernels are slower for this model (torchao 0.18, measured on 2 cores: int8 weight-only
-        # decode 1.3x float32, int8 dynamic 0.5x; this API: 2.7x). torch is pinned in the lock,
+        # decode 1.3x float32, int8 dynamic 0.5x; this API: 3.0x). torch is pinned in the lock,
         # and tests/test_local_model.py fails if the API goes.
         warnings.filterwarnings("ignore", message=r"torch\.ao\.quantization is deprecated", category=DeprecationWarning)
         warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor", category=UserWarning)

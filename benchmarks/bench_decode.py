@@ -59,7 +59,7 @@ def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> tuple
     return times, prefill
 
 
-def _llama_cpp() -> Any:
+def _llama_cpp(context_tokens: int) -> Any:
     """llama.cpp on the embedded model's GGUF, with this process's thread count; None when not installed."""
     try:
         import llama_cpp
@@ -69,7 +69,10 @@ def _llama_cpp() -> Any:
 
     from langgraph_memagent.agents.embedded import smollm2_gguf_path
 
-    return llama_cpp.Llama(str(smollm2_gguf_path()), n_ctx=4096, n_threads=torch.get_num_threads(), verbose=False)
+    # logits_all keeps every position's logits, so the last one can be read back after eval().
+    return llama_cpp.Llama(
+        str(smollm2_gguf_path()), n_ctx=context_tokens, n_threads=torch.get_num_threads(), logits_all=True, verbose=False
+    )
 
 
 def _llama_cpp_steps(llm: Any, prompt: list[int], steps: int) -> tuple[list[float], float]:
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
     models = {"dynamic": model, "slab": model, "slab_int8": quantize_for_cpu(copy.deepcopy(model), "int8")}
-    llm = _llama_cpp()
+    llm = _llama_cpp(args.prompt_tokens + args.steps + 16)
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
     prefill_times: dict[tuple[int, str], list[float]] = {key: [] for key in step_times}
