@@ -296,6 +296,8 @@ def plot_flops(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .plots import save_figure
+
     grid = context_grid(min_tokens, max_tokens)
     baseline = [full_context_flops(config, c, q, o) for c in grid]
     memagent = [memagent_flops(config, c, q, o, chunk) for c in grid]
@@ -316,11 +318,7 @@ def plot_flops(
     axes.grid(True, which="major", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

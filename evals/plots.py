@@ -16,7 +16,7 @@ PosixPath('accuracy.png')
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, LogLocator, NullLocator
@@ -69,6 +69,17 @@ def _lines(axes: "Axes", cells: Sequence["Cell"], value: Callable[["Cell"], floa
     return drawn
 
 
+def save_figure(figure: Any, path: str | Path) -> Path:
+    """Write ``figure`` as a PNG at 120 dpi (making its folder) and release it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)  # a pyplot figure stays registered (and in memory) until closed
+    return path
+
+
 def plot_accuracy(cells: Sequence["Cell"], path: str | Path, *, title: str, context_window: int | None = None) -> Path:
     """Accuracy (%) against document length, one line per graph; writes a PNG and returns its path."""
     figure = Figure(figsize=(7, 4.5), dpi=120, layout="constrained")
@@ -81,9 +92,7 @@ def plot_accuracy(cells: Sequence["Cell"], path: str | Path, *, title: str, cont
     per_point = f"{samples[0]}" if len(samples) == 1 else f"{samples[0]}-{samples[-1]}"
     axes.set_title(f"{title}\naccuracy, {per_point} samples per point", fontsize=11)
     axes.legend(loc="best", frameon=False)
-    path = Path(path)
-    figure.savefig(path)
-    return path
+    return save_figure(figure, path)
 
 
 _COST_PANELS: tuple[tuple[str, str], ...] = (
@@ -119,9 +128,7 @@ def plot_cost(cells: Sequence["Cell"], path: str | Path, *, title: str, context_
     handles, labels = max((axes.get_legend_handles_labels() for axes in panels), key=lambda pair: len(pair[0]))
     figure.legend(handles, labels, loc="outside right center", frameon=False)
     figure.suptitle(f"{title}: cost per sample", fontsize=11)
-    path = Path(path)
-    figure.savefig(path)
-    return path
+    return save_figure(figure, path)
 
 
 def plot_locomo(
@@ -165,6 +172,4 @@ def plot_locomo(
     cost_axes.grid(True, axis="x", alpha=0.3)
     cost_axes.set_title("prompt tokens per question", fontsize=10)
     figure.suptitle(title, fontsize=11)
-    path = Path(path)
-    figure.savefig(path)
-    return path
+    return save_figure(figure, path)

@@ -43,6 +43,8 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..evals.plots import save_figure
+
     # Segments of equal rollout temperature: the running mean restarts in each.
     segments: list[list[dict[str, Any]]] = []
     for entry in entries:
@@ -74,11 +76,7 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
     axes.set_ylabel("reward")
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def _policy_reward(entry: dict[str, Any]) -> float:
