@@ -30,6 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph.state import CompiledStateGraph
 
+DEFAULT_RECURSION_LIMIT = 25  # LangGraph's own default
 GraphT = TypeVar("GraphT", bound="RecursionSizedGraph")
 
 
@@ -60,7 +61,8 @@ class RecursionSizedGraph(CompiledStateGraph):
         self.__dict__.update(own)
 
     def steps_needed(self, input: Any, config: RunnableConfig) -> int:
-        raise NotImplementedError
+        """Graph steps the run of ``input`` needs; subclasses size it, the base keeps LangGraph's default."""
+        return DEFAULT_RECURSION_LIMIT
 
     def prepare_config(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> RunnableConfig:
         config = dict(config or {})
