@@ -74,15 +74,14 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
 
         samples = load_memagent_train_parquet(path)
         return [{**question_input(sample), "answers": list(sample.answers), "distractors": [], "task": "file"} for sample in samples]
-    else:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        try:
-            if path.suffix == ".jsonl":
-                raw = [json.loads(line) for line in text.splitlines() if line.strip()]
-            else:
-                raw = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"train_file {str(path)!r} is not valid JSON{' lines' if path.suffix == '.jsonl' else ''}: {error}") from None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        if path.suffix == ".jsonl":
+            raw = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"train_file {str(path)!r} is not valid JSON{' lines' if path.suffix == '.jsonl' else ''}: {error}") from None
     if not isinstance(raw, list):
         raise ValueError(f"train_file {str(path)!r} must hold a list of records, got {type(raw).__name__}")
     records = []

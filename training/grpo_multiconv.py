@@ -209,11 +209,9 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
 
     from ..agents.tokenizers import resolve_tokenizer
 
-    if records is not None:
-        pass
-    elif config.train_file:
+    if records is None and config.train_file:
         records = load_training_file(config.train_file)
-    else:
+    elif records is None:
         records = generate_samples(
             config.task,
             resolve_tokenizer(tokenizer),
