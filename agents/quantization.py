@@ -1,52 +1,139 @@
-"""Int8 weights for CPU inference: the Linear layers of a causal LM through PyTorch's fbgemm kernels.
+"""4-bit weights for CPU inference: the GGUF's own Q4_1 codes, run by PyTorch's int4 CPU kernel.
 
 Decoding one token reads every weight once, so on a CPU it runs at the speed of memory: the
-embedded SmolLM2-135M in float32 reads 540 MB a token. Dynamic int8 quantization stores each
-Linear weight in int8 (per-tensor scale) and quantizes the activations of each call on the fly,
-with int32 accumulation; the embedding table and the norms stay float32. Measured on 2 cores
-(benchmarks/bench_decode.py, BENCHMARKS.md section 10): decode and prefill 3x float32's
-tokens per second. It changes the numerics, and for MemAgent on this 135M model it breaks it:
-greedy RULER niah_single_1 at 4K-8K fell from 11 of 16 to 0 of 16 (the memory updates drift off
-the task; one direct question still comes out right, and next-token agreement with float32 over a
-1,000-token prompt is about 90%). So it is experimental and off by default: the speed is there,
-the accuracy is not yet.
+embedded SmolLM2-135M in float32 reads 540 MB a token. Its float32 weights are not arbitrary:
+they are de-quantized from the Q4_1 GGUF it ships as (blocks of 32 weights, each
+``scale * code + minimum`` with a 4-bit code), so every block's minimum and maximum are weights
+of the block and the codes can be read back exactly. ``quantization="int4"`` does that and
+runs each Linear layer with ``torch.ops.aten._weight_int4pack_mm_for_cpu`` (group size 32,
+float32 accumulation): the same weights in a seventh of the bytes, the format llama.cpp runs.
+
+What changes in the numerics, and nothing else: the kernel takes bfloat16 inputs, scales and
+minimums, and returns bfloat16, so each Linear's input and output are rounded to bfloat16
+(8-bit mantissa); the residual stream, norms, rotary embedding, attention and softmax stay
+float32. The output projection (tied to the embedding table, Q8_0 in the GGUF) runs in
+bfloat16 and its 16 highest logits are recomputed in float32, so bfloat16 rounding cannot
+turn a near-tie into a tie. For weights that do not come from a Q4_1 file the same group-wise
+rounding is lossy: :func:`int4_rounding_error` says by how much. Measured on 2 cores (BENCHMARKS.md section 10):
+speed, next-token agreement with float32 and MemAgent's RULER accuracy.
 
 For inference only: a trainer needs its float32 policy (exact log-probs, live weights).
 
 >>> import torch
->>> layer = quantize_for_cpu(torch.nn.Sequential(torch.nn.Linear(8, 8)), "int8")
->>> type(layer[0]).__name__
-'Linear'
->>> type(layer[0]).__module__
-'torch.ao.nn.quantized.dynamic.modules.linear'
+>>> layer = torch.nn.Linear(64, 32, bias=False)
+>>> model = quantize_for_cpu(torch.nn.ModuleDict({"mlp": layer, "lm_head": torch.nn.Linear(64, 8)}), "int4")
+>>> type(model["mlp"]).__name__, type(model["lm_head"]).__name__
+('Int4Linear', 'OutputProjection')
+>>> tuple(model["mlp"](torch.randn(3, 64)).shape)
+(3, 32)
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-QUANTIZATIONS = ("int8",)
+import torch
+
+QUANTIZATIONS = ("int4",)
+GROUP_SIZE = 32  # the Q4_1 block: weights sharing one scale and one minimum
+CODES = 15  # a 4-bit code is 0..15
+RESCORED = 16  # highest bfloat16 logits recomputed in float32 (their errors are under 0.2, ties are exact)
+
+
+def _int4_codes(weight: Any) -> tuple[Any, Any, Any]:
+    """Per block of ``GROUP_SIZE`` input columns: 4-bit codes, scales and minimums of ``weight``."""
+    rows, columns = weight.shape
+    blocks = weight.detach().float().reshape(rows, columns // GROUP_SIZE, GROUP_SIZE)
+    minimum, maximum = blocks.amin(-1), blocks.amax(-1)
+    scale = (maximum - minimum) / CODES
+    # A constant block has scale 0: every code is 0 and the minimum is the value.
+    codes = ((blocks - minimum[..., None]) / torch.where(scale > 0, scale, 1.0)[..., None]).round().clamp(0, CODES)
+    return codes, scale, minimum
+
+
+def int4_rounding_error(weight: Any) -> float:
+    """The largest change int4 makes to ``weight``, in units of its block's step (0.0 for Q4_1 weights)."""
+    codes, scale, minimum = _int4_codes(weight)
+    blocks = weight.detach().float().reshape(codes.shape)
+    error = (codes * scale[..., None] + minimum[..., None] - blocks).abs()
+    return float((error / scale.clamp_min(1e-30)[..., None]).amax()) if scale.max() > 0 else 0.0
+
+
+class _BFloat16Kernel(torch.nn.Module):
+    """A Linear layer whose kernel runs in bfloat16: inputs of any leading shape, their dtype in and out."""
+
+    def __init__(self, linear: Any):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.bias = None if linear.bias is None else linear.bias.detach().float()
+
+    def forward(self, inputs: Any) -> Any:
+        flat = inputs.reshape(-1, inputs.shape[-1]).to(torch.bfloat16)
+        outputs = self._matmul(flat)
+        if self.bias is not None:
+            outputs = outputs.float() + self.bias
+        return outputs.reshape(*inputs.shape[:-1], self.out_features).to(inputs.dtype)
+
+
+class Int4Linear(_BFloat16Kernel):
+    """A ``torch.nn.Linear`` as 4-bit codes with one bfloat16 scale and minimum per 32 weights."""
+
+    def __init__(self, linear: Any):
+        super().__init__(linear)
+        codes, scale, minimum = _int4_codes(linear.weight)
+        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(
+            codes.reshape(self.out_features, self.in_features).to(torch.int32), 1))
+        # The kernel computes (code - 8) * scale + zero, so zero is the block's middle.
+        zero = minimum + 8 * scale
+        self.register_buffer("scales_and_zeros", torch.stack([scale, zero], -1).transpose(0, 1).contiguous().bfloat16())
+
+    def _matmul(self, inputs: Any) -> Any:
+        return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, self.packed, GROUP_SIZE, self.scales_and_zeros)
+
+
+class OutputProjection(_BFloat16Kernel):
+    """The output projection in bfloat16, with the ``RESCORED`` highest logits recomputed in float32.
+
+    Every logit comes from a bfloat16 matmul whose output is rounded to bfloat16 (steps of 1/8
+    at 16-32), which turns near-ties into exact ties and flips greedy choices. The candidates
+    for the top are then scored again with the float32 weights (the embedding table it is tied
+    to), so greedy decoding and the head of the sampling distribution see float32 logits.
+    """
+
+    def __init__(self, linear: Any):
+        super().__init__(linear)
+        self.float32_weight = linear.weight  # shared with a tied embedding table: no copy
+        self.register_buffer("weight", linear.weight.detach().to(torch.bfloat16).clone())
+
+    def _matmul(self, inputs: Any) -> Any:
+        return torch.nn.functional.linear(inputs, self.weight)
+
+    def forward(self, inputs: Any) -> Any:
+        logits = super().forward(inputs).float()
+        top = logits.topk(min(RESCORED, self.out_features), dim=-1).indices
+        exact = torch.einsum("...d,...kd->...k", inputs.float(), self.float32_weight.detach()[top])
+        if self.bias is not None:
+            exact = exact + self.bias[top]
+        return logits.scatter_(-1, top, exact).to(inputs.dtype)
 
 
 def quantize_for_cpu(model: Any, quantization: str) -> Any:
-    """``model`` with its ``torch.nn.Linear`` layers in int8 (``quantization="int8"``), on CPU."""
-    import torch
+    """``model`` with its Linear layers in int4 (``lm_head``: :class:`OutputProjection`), on CPU, changed in place.
 
+    Every Linear must have a multiple of 32 input features; any other shape is refused by name.
+    """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {list(QUANTIZATIONS)} or None, got {quantization!r}")
     device = next(model.parameters()).device
     if device.type != "cpu":
-        raise ValueError(f"int8 quantization runs on CPU only (fbgemm kernels); the model is on {device}")
-    head, embeddings = getattr(model, "lm_head", None), getattr(model, "get_input_embeddings", lambda: None)()
-    if head is not None and embeddings is not None and head.weight is embeddings.weight:
-        # Tied weights: the output projection gets its own copy to quantize; the embedding table stays float32.
-        head.weight = torch.nn.Parameter(head.weight.detach().clone(), requires_grad=False)
-    with warnings.catch_warnings():
-        # torch 2.13 marks its eager quantization API deprecated in favour of torchao, whose CPU
-        # kernels are slower for this model (torchao 0.18, measured on 2 cores: int8 weight-only
-        # decode 1.3x float32, int8 dynamic 0.5x; this API: 3.0x). torch is pinned in the lock,
-        # and tests/test_local_model.py fails if the API goes.
-        warnings.filterwarnings("ignore", message=r"torch\.ao\.quantization is deprecated", category=DeprecationWarning)
-        warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor", category=UserWarning)
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        raise ValueError(f"int4 quantization runs on CPU only (PyTorch's int4 CPU kernel); the model is on {device}")
+    linears = [(name, module) for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)]
+    for name, linear in linears:
+        if linear.in_features % GROUP_SIZE:
+            raise ValueError(f"int4 needs Linear input sizes divisible by {GROUP_SIZE}; {name!r} has {linear.in_features}")
+    for name, linear in linears:
+        parent_name, _, attribute = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        kind = OutputProjection if attribute == "lm_head" else Int4Linear
+        setattr(parent, attribute, kind(linear))
+    return model

@@ -27,7 +27,7 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_batching"
-GOAL_RATIO = 2.0
+GOAL_RATIO = 3.0  # batched tokens/s over sequential, the engine-speed goal (2.0 before int4 weights)
 
 
 def run_mode(mode: str, graph: Any, engine: Any, inputs: list[dict], concurrency: int) -> tuple[dict[str, Any], list[dict]]:
@@ -99,11 +99,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ratios = {mode: measured[mode]["tokens_per_s"] / measured["sequential"]["tokens_per_s"] for mode in modes[1:]}
     result = {
         "settings": vars(args),
-        "model": f"smollm2-135m (float32, greedy), engine max_batch_size={engine.max_batch_size}",
+        "model": f"smollm2-135m ({model.quantization or 'float32'}, greedy), engine max_batch_size={engine.max_batch_size}",
         "model_load_s": load_s,
         "modes": measured,
         "speedup_vs_sequential": ratios,
-        # Padding in a batch can change float32 numerics, hence greedy outputs; count agreement.
+        # Padding in a batch can change the numerics, hence greedy outputs; count agreement.
         "responses_identical_to_sequential": {
             mode: sum(a == b for a, b in zip(responses[mode], responses["sequential"])) for mode in modes[1:]
         },

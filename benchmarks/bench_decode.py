@@ -1,9 +1,10 @@
-"""Decode-step time of the embedded SmolLM2-135M: growing cache vs slab, float32 vs int8, and llama.cpp.
+"""Decode-step time of the embedded SmolLM2-135M: growing cache vs slab, float32 vs int4, and llama.cpp.
 
 transformers' ``DynamicLayer`` appends each token with ``torch.cat``, copying the whole
 KV cache every step; the engine's :class:`~langgraph_memagent.agents._kv_slab.SlabLayer`
-writes into spare columns instead. ``slab_int8`` is the slab with the engine's
-``quantization="int8"`` weights (:mod:`~langgraph_memagent.agents.quantization`). All run here
+writes into spare columns instead. ``slab_int4`` is the slab with the engine's
+``quantization="int4"`` weights (:mod:`~langgraph_memagent.agents.quantization`: the GGUF's
+Q4_1 codes). All run here
 on the same prompts, interleaved round by round so machine noise hits them alike, at batch 1
 and batch 8 with a ``--prompt-tokens`` cache. Reports the median step time, decode tokens per
 second and prefill tokens per second. When ``llama-cpp-python`` is installed, llama.cpp runs
@@ -23,7 +24,7 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_decode"
-VARIANTS = ("dynamic", "slab", "slab_int8")  # cache kind, then the weights when not float32
+VARIANTS = ("dynamic", "slab", "slab_int4")  # cache kind, then the weights when not float32
 LLAMA_CPP_INSTALL = "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed)"
 
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
-    models = {"dynamic": model, "slab": model, "slab_int8": quantize_for_cpu(copy.deepcopy(model), "int8")}
+    models = {"dynamic": model, "slab": model, "slab_int4": quantize_for_cpu(copy.deepcopy(model), "int4")}
     llm = _llama_cpp(args.prompt_tokens + args.steps + 16)
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
@@ -136,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
             "prefill_tokens_per_s": rows * args.prompt_tokens / prefill,
         }
     speedups = {rows: results[f"batch{rows}_dynamic"]["median_step_ms"] / results[f"batch{rows}_slab"]["median_step_ms"] for rows in (1, 8)}
-    int8_gain = {rows: results[f"batch{rows}_slab_int8"]["tokens_per_s"] / results[f"batch{rows}_slab"]["tokens_per_s"] for rows in (1, 8)}
+    int4_gain = {rows: results[f"batch{rows}_slab_int4"]["tokens_per_s"] / results[f"batch{rows}_slab"]["tokens_per_s"] for rows in (1, 8)}
     batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"] for name in VARIANTS}
     versus_llama = (
         {f"{name}_{key}": results[f"batch1_{name}"][key] / results["batch1_llama_cpp"][key]
-         for name in ("slab", "slab_int8") for key in ("tokens_per_s", "prefill_tokens_per_s")}
+         for name in ("slab", "slab_int4") for key in ("tokens_per_s", "prefill_tokens_per_s")}
         if llm is not None
         else None
     )
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": vars(args),
         "results": results,
         "slab_speedup": speedups,
-        "int8_vs_float32_decode_tokens_per_s": int8_gain,
+        "int4_vs_float32_decode_tokens_per_s": int4_gain,
         "batch8_vs_batch1_tokens_per_s": batch_gain,
         "llama_cpp": "measured" if llm is not None else f"not installed: {LLAMA_CPP_INSTALL}",
         "batch1_versus_llama_cpp": versus_llama,
@@ -158,9 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, row in results.items():
         print(f"  {key:17s} {row['median_step_ms']:7.1f} ms/step {row['tokens_per_s']:6.1f} tok/s  prefill {row['prefill_tokens_per_s']:6.0f} tok/s")
     print(
-        f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int8 vs float32 decode "
-        f"{int8_gain[1]:.2f}x (batch 1), {int8_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
-        f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int8']:.2f}x slab_int8; llama.cpp: {result['llama_cpp']}; "
+        f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int4 vs float32 decode "
+        f"{int4_gain[1]:.2f}x (batch 1), {int4_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
+        f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4; llama.cpp: {result['llama_cpp']}; "
         f"other load {result['other_cpu_cores']:.2f} cores"
     )
     return 0

@@ -1,0 +1,48 @@
+"""One RULER haystack of 1M tokens, answered end to end by MemAgent on the embedded SmolLM2-135M.
+
+A generated ``niah_single_1`` sample (one needle in a 1,048,576-token haystack of the RULER
+noise text) goes through ``memagent compare`` with the embedded model's defaults: 1000-token
+chunks, a 128-token memory, greedy decoding, and the engine's default weights (int4, the GGUF's
+own codes). About 1,050 memory updates one after another, so this measures the engine's
+single-sequence speed over a whole long run. Records the wall time, the answer and its score
+in ``benchmarks/results/bench_long_document.json``; tables land in
+``benchmarks/results/long_document/``. Run it alone (about 40 minutes on 2 cores); an
+interrupted run resumes from its results file, not from the middle of the document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ._common import RESULTS_DIR, run_compare_benchmark
+
+NAME = "bench_long_document"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--length", default="1M", help="haystack length in tokens (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=21, help="seed of the generated sample (default: %(default)s)")
+    parser.add_argument("--out", default=str(RESULTS_DIR / "long_document"), help="output directory (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    from langgraph_memagent.evals.harness import ComparisonConfig
+    from langgraph_memagent.evals.lengths import parse_length
+    from langgraph_memagent.evals.results import RESULTS_FILE
+
+    config = ComparisonConfig(
+        graphs=("memagent",), task="niah_single_1", lengths=(parse_length(args.length),), samples=1, seed=args.seed, out=args.out
+    )
+    status = run_compare_benchmark(NAME, vars(args), config)
+    with open(f"{args.out}/{RESULTS_FILE}", encoding="utf-8") as handle:
+        row = json.loads(handle.readline())
+    print(
+        f"{NAME}: {row['document_tokens']:,} tokens, {row['llm_calls']} model calls in {row['seconds'] / 60:.1f} min; "
+        f"gold {row['answers']}, score {row['score']:g}; response {row['response']!r}"
+    )
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
