@@ -22,7 +22,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,11 +154,20 @@ class BatchedGenerator:
 
         if not hasattr(torch, dtype):
             raise ValueError(f"dtype must name a torch dtype such as 'bfloat16' or 'float32', got {dtype!r}")
-        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
-        if quantization is not None:
+
+        def build() -> Any:
+            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
+            if quantization is None:
+                return model
             from .quantization import quantize_for_cpu
 
-            model = quantize_for_cpu(model, quantization)
+            return quantize_for_cpu(model, quantization)
+
+        # Built on a thread that then exits, so the caller's thread keeps no OpenMP team: with
+        # two teams on 2 cores the OpenMP runtime stops spin-waiting, and the worker's decode
+        # step measured 25.7 ms instead of 14.6 (int4, 1,200 cached tokens).
+        with ThreadPoolExecutor(max_workers=1) as loader:
+            model = loader.submit(build).result()
         return cls(model, AutoTokenizer.from_pretrained(model_path), **options)
 
     def submit(self, prompt_ids: list[int], params: SamplingParams) -> Future:
