@@ -35,11 +35,12 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .calls import positive_int
+from .sampling import SamplingParams, next_tokens
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 
-_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
+_SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty")
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice")
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
@@ -61,22 +62,6 @@ def release_freed_memory() -> bool:
         return False
     _MALLOC_TRIM(0)
     return True
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """Per-call generation settings; calls with equal settings share a batch."""
-
-    max_tokens: int
-    temperature: float
-    top_p: float
-
-    def __post_init__(self) -> None:
-        positive_int("max_tokens", self.max_tokens)
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
 
 
 @dataclass
@@ -134,6 +119,11 @@ class BatchedGenerator:
         eos = self.model.generation_config.eos_token_id
         eos = eos if eos is not None else self.tokenizer.eos_token_id
         self.eos_token_ids = set(eos if isinstance(eos, list) else [eos])
+        from .fused_decode import create_decode_step
+
+        # int4 Llama models decode through straight-line code with the same arithmetic.
+        self._fused_step = create_decode_step(model)
+        self.decode_path = "transformers" if self._fused_step is None else "fused-int4-llama"
         # Observable, so tests and benchmarks can see requests share decode steps.
         self.batches_run = 0  # busy spells: requests overlapping in time count as one batch
         self.peak_rows = 0  # most requests ever decoded in one step
@@ -242,7 +232,7 @@ class BatchedGenerator:
             output = self.model(
                 input_ids=torch.tensor([request.prompt_ids], device=self.device), use_cache=True, logits_to_keep=1
             )
-        token = self._sample(output.logits[:, -1, :], [request.params])[0]
+        token = next_tokens(output.logits[:, -1, :], [request.params], [request.prompt_ids])[0]
         return _Row(request, [token], len(request.prompt_ids)), output.cache
 
     def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
@@ -252,34 +242,21 @@ class BatchedGenerator:
         # Each row continues at its own position, whatever padding sits to its left.
         position_ids = torch.tensor([[row.length] for row in rows], device=self.device)
         with torch.inference_mode():
-            output = self.model(
-                input_ids=input_ids,
-                attention_mask=batch.extend_mask(),
-                position_ids=position_ids,
-                cache=batch.cache,
-                use_cache=True,
-            )
-        batch.cache = output.cache
-        for row, token in zip(rows, self._sample(output.logits[:, -1, :], [row.request.params for row in rows])):
+            if self._fused_step is not None:
+                logits = self._fused_step(input_ids, batch.extend_mask(), position_ids, batch.cache)
+            else:
+                output = self.model(
+                    input_ids=input_ids,
+                    attention_mask=batch.extend_mask(),
+                    position_ids=position_ids,
+                    cache=batch.cache,
+                    use_cache=True,
+                )
+                batch.cache, logits = output.cache, output.logits[:, -1, :]
+        histories = [row.request.prompt_ids + row.generated for row in rows]
+        for row, token in zip(rows, next_tokens(logits, [row.request.params for row in rows], histories)):
             row.generated.append(token)
             row.length += 1
-
-    def _sample(self, logits: Any, params: list[SamplingParams]) -> list[int]:
-        """Next token per row: greedy where temperature is 0, else temperature + top-p sampling."""
-        import torch
-
-        logits = logits.float()
-        greedy = logits.argmax(dim=-1)
-        temperature = torch.tensor([p.temperature for p in params], device=logits.device)
-        if bool((temperature == 0).all()):
-            return greedy.tolist()
-        probs = torch.softmax(logits / temperature.clamp(min=1e-6)[:, None], dim=-1)
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        top_p = torch.tensor([p.top_p for p in params], device=logits.device)[:, None]
-        # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
-        sorted_probs[(sorted_probs.cumsum(dim=-1) - sorted_probs) >= top_p] = 0
-        sampled = order.gather(-1, torch.multinomial(sorted_probs, 1)).squeeze(-1)
-        return torch.where(temperature == 0, greedy, sampled).tolist()
 
     def _finish_if_done(self, row: _Row) -> bool:
         """Resolve the row's future if it hit end-of-sequence or its token limit."""
@@ -495,6 +472,9 @@ class LocalChatModel(BaseChatModel):
     max_tokens: int = Field(1024, description="Default generation limit per call (MemAgent: 1024).")
     temperature: float | None = Field(None, description="Sampling temperature; 0 means greedy (default: the model's generation config, else greedy).")
     top_p: float | None = Field(None, description="Nucleus sampling mass (default: the model's generation config, else MemAgent's 0.95).")
+    top_k: int = Field(0, description="Sample among the k most likely tokens only; 0 = no limit.")
+    min_p: float = Field(0.0, description="Drop tokens below min_p x the most likely token's probability; 0 = off.")
+    repetition_penalty: float = Field(1.0, description="Penalty on tokens already in the prompt or reply (transformers'); 1.0 = off.")
     dtype: str = Field("float32", description="Torch dtype of the loaded weights; float32 by default (all-bfloat16 logits tie under greedy decoding, measured).")
     device: str = Field("cpu", description="Torch device, e.g. 'cpu' or 'cuda:0'.")
     quantization: str | None = Field(
@@ -608,6 +588,7 @@ class LocalChatModel(BaseChatModel):
             max_tokens=kwargs.get("max_tokens", self.max_tokens),
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
+            **{name: kwargs.get(name, getattr(self, name)) for name in _SAMPLING_OPTIONS},
         )
         turn = prepare_turn(self.engine.tokenizer, messages, kwargs)
         # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call

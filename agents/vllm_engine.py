@@ -50,7 +50,8 @@ from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_pr
 
 
 VLLM_INSTALL = "pip install 'langgraph-memagent[vllm]' (vLLM needs a CUDA GPU)"
-_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", "tools", "tool_choice")
+_SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty")  # vLLM's own SamplingParams fields
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice")
 
 
 def _import_vllm() -> Any:
@@ -142,14 +143,16 @@ class VLLMServerEngine:
     def generate(self, prompts: list[dict[str, Any]], params: list[Any], use_tqdm: bool = False) -> list[_RequestOutput]:
         settings: dict[tuple, list[int]] = defaultdict(list)
         for index, param in enumerate(params):
-            settings[(param.max_tokens, param.temperature, param.top_p, tuple(param.stop or ()), param.logprobs)].append(index)
+            sampling = tuple(getattr(param, name) for name in _SAMPLING_OPTIONS)
+            settings[(param.max_tokens, param.temperature, param.top_p, sampling, tuple(param.stop or ()), param.logprobs)].append(index)
         outputs: list[_RequestOutput | None] = [None] * len(prompts)
-        for (max_tokens, temperature, top_p, stop, logprobs), indices in settings.items():
+        for (max_tokens, temperature, top_p, sampling, stop, logprobs), indices in settings.items():
             reply = self.client.generate(
                 prompts=[prompts[index]["prompt_token_ids"] for index in indices],
                 n=1,
                 temperature=temperature,
                 top_p=top_p,
+                **dict(zip(_SAMPLING_OPTIONS, sampling)),
                 max_tokens=max_tokens,
                 logprobs=logprobs,
                 generation_kwargs={"stop": list(stop)} if stop else None,
@@ -180,6 +183,9 @@ class VLLMEngineChatModel(BaseChatModel):
     max_tokens: int = Field(1024, description="Default generation limit per call (MemAgent: 1024).")
     temperature: float = Field(0.7, description="Sampling temperature (MemAgent eval: 0.7).")
     top_p: float = Field(0.95, description="Nucleus sampling mass (MemAgent eval: 0.95).")
+    top_k: int = Field(0, description="Sample among the k most likely tokens only; 0 = no limit.")
+    min_p: float = Field(0.0, description="Drop tokens below min_p x the most likely token's probability; 0 = off.")
+    repetition_penalty: float = Field(1.0, description="vLLM's penalty on tokens already in the prompt or reply; 1.0 = off.")
     batch_window_ms: float = Field(5.0, description="How long the worker waits for more calls to join a batch.")
     engine_kwargs: dict[str, Any] = Field(default_factory=dict, description="Extra vllm.LLM arguments, e.g. tensor_parallel_size.")
     engine: Any = Field(None, exclude=True, description="An engine already running (TRL's colocated vllm.LLM, a VLLMServerEngine); None: a new vllm.LLM.")
@@ -219,6 +225,7 @@ class VLLMEngineChatModel(BaseChatModel):
             max_tokens=kwargs.get("max_tokens", self.max_tokens),
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
+            **{name: kwargs.get(name, getattr(self, name)) for name in _SAMPLING_OPTIONS},
             stop=stop,
             logprobs=0 if self.logprobs else None,
         )

@@ -1,10 +1,11 @@
-"""Decode-step time of the embedded SmolLM2-135M: growing cache vs slab, float32 vs int4, and llama.cpp.
+"""Decode-step time of the embedded SmolLM2-135M: growing cache vs slab, float32 vs int4, fused step, and llama.cpp.
 
 transformers' ``DynamicLayer`` appends each token with ``torch.cat``, copying the whole
 KV cache every step; the engine's :class:`~langgraph_memagent.agents._kv_slab.SlabLayer`
 writes into spare columns instead. ``slab_int4`` is the slab with the engine's
 ``quantization="int4"`` weights (:mod:`~langgraph_memagent.agents.quantization`: the GGUF's
-Q4_1 codes). All run here
+Q4_1 codes) through the model's forward; ``fused_int4`` is the same model through the
+engine's :class:`~langgraph_memagent.agents.fused_decode.FusedDecodeStep`. All run here
 on the same prompts, interleaved round by round so machine noise hits them alike, at batch 1
 and batch 8 with a ``--prompt-tokens`` cache. Reports the median step time, decode tokens per
 second and prefill tokens per second. When ``llama-cpp-python`` is installed, llama.cpp runs
@@ -24,13 +25,15 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_decode"
-VARIANTS = ("dynamic", "slab", "slab_int4")  # cache kind, then the weights when not float32
+VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4")  # how a step runs, then the weights when not float32
 LLAMA_CPP_INSTALL = "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed)"
 
 
-def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> tuple[list[float], float]:
-    """Decode-step times and the prefill time of ``prompt``."""
+def _decode_steps(model: Any, prompt: Any, kind: str, steps: int) -> tuple[list[float], float]:
+    """Decode-step times and the prefill time of ``prompt``; ``kind`` is dynamic, slab or fused."""
     import torch
+
+    from langgraph_memagent.agents.fused_decode import create_decode_step
 
     from langgraph_memagent.agents._kv_slab import SlabLayer
 
@@ -40,23 +43,22 @@ def _decode_steps(model: Any, prompt: Any, cache_kind: str, steps: int) -> tuple
         output = model(input_ids=prompt, use_cache=True, logits_to_keep=1)
         prefill = time.perf_counter() - started
         cache = output.cache
-        if cache_kind == "slab":
+        if kind != "dynamic":
             cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
         mask = torch.ones((rows, length), dtype=torch.long)
         token = output.logits[:, -1].argmax(-1, keepdim=True)
+        fused = create_decode_step(model) if kind == "fused" else None
         times = []
         for step in range(steps):
             mask = torch.cat([mask, torch.ones((rows, 1), dtype=torch.long)], dim=1)
+            positions = torch.full((rows, 1), length + step)
             start = time.perf_counter()
-            output = model(
-                input_ids=token,
-                attention_mask=mask,
-                position_ids=torch.full((rows, 1), length + step),
-                cache=cache,
-                use_cache=True,
-            )
+            if fused is not None:
+                logits = fused(token, mask, positions, cache)
+            else:
+                logits = model(input_ids=token, attention_mask=mask, position_ids=positions, cache=cache).logits[:, -1]
             times.append(time.perf_counter() - start)
-            token = output.logits[:, -1].argmax(-1, keepdim=True)
+            token = logits.argmax(-1, keepdim=True)
     return times, prefill
 
 
@@ -108,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
-    models = {"dynamic": model, "slab": model, "slab_int4": quantize_for_cpu(copy.deepcopy(model), "int4")}
+    int4 = quantize_for_cpu(copy.deepcopy(model), "int4")
+    models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4}
     llm = _llama_cpp(args.prompt_tokens + args.steps + 16)
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"] for name in VARIANTS}
     versus_llama = (
         {f"{name}_{key}": results[f"batch1_{name}"][key] / results["batch1_llama_cpp"][key]
-         for name in ("slab", "slab_int4") for key in ("tokens_per_s", "prefill_tokens_per_s")}
+         for name in ("slab", "slab_int4", "fused_int4") for key in ("tokens_per_s", "prefill_tokens_per_s")}
         if llm is not None
         else None
     )
@@ -161,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int4 vs float32 decode "
         f"{int4_gain[1]:.2f}x (batch 1), {int4_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
-        f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4; llama.cpp: {result['llama_cpp']}; "
+        f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4, {batch_gain['fused_int4']:.2f}x fused_int4; "
+        f"llama.cpp: {result['llama_cpp']}; "
         f"other load {result['other_cpu_cores']:.2f} cores"
     )
     return 0

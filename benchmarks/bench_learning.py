@@ -1,6 +1,9 @@
 """Does multi-conversation GRPO learn? SmolLM2-135M + LoRA, ``--preset cpu-smoke``, before vs after.
 
-1. Held-out questions: the preset's task generated with another seed (``data_seed + 10000``).
+1. Held-out questions, from the preset's task: ``--split dev`` (seed 10000, the training
+   key vocabulary; for tuning) or ``--split test`` (seed 20000 and its own needle keys,
+   ``key_pool="test"``, which no training question uses; evaluate a reported recipe once).
+   With the preset's ``gold_position="balanced"`` the gold needle is first in exactly half.
 2. The untrained policy answers them: sampled (temperature 1.0, ``--eval-samples``
    rollouts per question), sampled at the training temperature when that is not 1.0
    (the rollouts GRPO learns from), and greedy.
@@ -12,13 +15,17 @@
 4. The trained policy answers the same questions the same ways.
 
 Accuracy is the training reward (the preset's lenient verifier: the gold number in the
-final reply, no distractor number). The issue's bar: sampled accuracy +20 points
-absolute, greedy not lower. Each change is reported with its standard error, paired by
-held-out question (``paired_gain``). Results: ``benchmarks/results/bench_learning.json``, the reward
-curve with the temperature curriculum marked in ``benchmarks/figures/learning_reward_curve.png``, the
-trainer's log and ``reward_curve.png`` under ``--output-dir``. Interrupted runs resume:
-the "before" evaluation is kept in ``<output-dir>/before.json`` and training continues
-from its last checkpoint.
+final reply, no distractor number), reported overall and split by where the gold needle
+sits (``gold_rank`` 0 = first), since copying the first needle is the shortcut to watch.
+Each change is reported with its standard error, paired by held-out question
+(``paired_gain``). ``--seeds 1 2 3`` trains one run per seed (``seed`` and ``data_seed``;
+the held-out set stays the same) under ``<output-dir>/seed-<n>`` and reports each change as
+mean ± sd across runs beside each run's paired error. Results:
+``benchmarks/results/bench_learning_<split>.json`` (every run, and the summary across runs),
+each run's ``result.json`` and reward curve under its output directory, the first run's curve
+with the temperature curriculum marked in ``benchmarks/figures/learning_reward_curve.png``.
+Interrupted runs resume: each run's "before" evaluation is kept in its ``before.json`` and
+training continues from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -28,19 +35,23 @@ import json
 import logging
 import os
 import resource
+import shutil
 from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, write_result
 
 NAME = "bench_learning"
-HELD_OUT_SEED_OFFSET = 10_000
+# Held-out sets: seeds no training run uses, and for test a key vocabulary none uses either.
+SPLITS = {"dev": {"seed": 10_000, "key_pool": "train"}, "test": {"seed": 20_000, "key_pool": "test"}}
 FIGURE = Path(__file__).resolve().parent / "figures" / "learning_reward_curve.png"
 # Config fields the held-out evaluation depends on, and those that only shape training.
-CONFIG_KEYS = ("task", "target_tokens", "num_keys", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature")
+CONFIG_KEYS = (
+    "task", "target_tokens", "num_keys", "gold_position", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature",
+)
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
-    "dynamic_sampling_rounds",
+    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 
@@ -89,8 +100,135 @@ def _write_json(path: Path, payload: dict[str, Any]) -> None:
     os.replace(temp, path)
 
 
+def by_gold_rank(evaluation: dict[str, Any], ranks: list[int | None]) -> dict[str, float]:
+    """Accuracy (percent) of ``evaluation`` over the questions whose gold needle has each rank."""
+    per_question = evaluation["rollouts_per_question"]
+    rewards = evaluation["rewards"]
+    split: dict[str, list[float]] = {}
+    for index, rank in enumerate(ranks):
+        split.setdefault(str(rank), []).extend(rewards[index * per_question : (index + 1) * per_question])
+    return {rank: 100.0 * sum(values) / len(values) for rank, values in sorted(split.items())}
+
+
+def held_out_records(config: Any, tokenizer: Any, split: str, questions: int) -> list[dict]:
+    """The ``split`` questions of ``config``'s task (the same for every training seed)."""
+    from langgraph_memagent.agents.tokenizers import resolve_tokenizer
+    from langgraph_memagent.training.data import generate_samples
+
+    return generate_samples(
+        config.task, resolve_tokenizer(tokenizer), num_samples=questions, target_tokens=config.target_tokens,
+        seed=SPLITS[split]["seed"], num_keys=config.num_keys, key_pool=SPLITS[split]["key_pool"], gold_rank=config.gold_position,
+    )
+
+
+def _kept_or_new_before(path: Path, settings: dict, measure: Any) -> dict:
+    if path.is_file():
+        before = json.loads(path.read_text())
+        if before.get("settings") != settings:
+            raise SystemExit(f"{path} was measured with other settings ({before.get('settings')}), not {settings}: use another --output-dir or delete it")
+        print(f"before training (kept from {path}): sampled {before['sampled']['accuracy']:.1f}%, greedy {before['greedy']['accuracy']:.1f}%")
+        return before
+    print("before training:", flush=True)
+    before = {"settings": settings, **measure()}
+    _write_json(path, before)
+    return before
+
+
+def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir: Path, model: Any, tokenizer: Any) -> tuple[Any, list, list]:
+    """Train every phase (resuming from checkpoints); the trained policy, its log and the phases."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config, training_dataset
+    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
+
+    base = ["--preset", args.preset, "--output_dir", str(output_dir), *trainer_args]
+    configs = [parse_config(base)]
+    if args.then_steps:
+        configs.append(parse_config([*base, "--temperature", str(args.then_temperature), "--max_steps", str(configs[0].max_steps + args.then_steps)]))
+    phases, trainer = [], None
+    for number, config in enumerate(configs):
+        last = get_last_checkpoint(str(output_dir))
+        ran = None
+        # A checkpoint at max_steps means the phase is done: transformers' Trainer would still train one step.
+        if last is None or int(last.rsplit("-", 1)[1]) < config.max_steps:
+            ran = MultiConvGRPOTrainer(
+                model if number == 0 else load_policy(config)[0], args=config, train_dataset=training_dataset(config, tokenizer),
+                processing_class=tokenizer, peft_config=lora_config(config),
+            )
+            ran.train(resume_from_checkpoint=last)
+        phases.append({"temperature": config.temperature, "max_steps": config.max_steps, "train_seconds": _train_seconds(ran) if ran else None})
+        trainer = ran or trainer
+    if trainer is not None:
+        trainer.save_model(str(output_dir))
+        return trainer.model, trainer.state.log_history, phases
+    from peft import PeftModel  # every phase had finished before: the last checkpoint's adapter
+
+    last = get_last_checkpoint(str(output_dir))
+    policy = PeftModel.from_pretrained(load_policy(configs[-1])[0], last)
+    return policy, json.loads((Path(last) / "trainer_state.json").read_text())["log_history"], phases
+
+
+def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path) -> dict[str, Any]:
+    """Before, training and after for one run; its result (also written to ``<output_dir>/result.json``)."""
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
+    from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
+    from langgraph_memagent.training.reward_curve import plot_reward_curve
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    config = parse_config(["--preset", args.preset, "--output_dir", str(output_dir), *trainer_args])
+    if config.key_pool != "train":
+        raise SystemExit(f"training draws needle keys from key_pool {config.key_pool!r}: held-out keys are only unseen with --key_pool train")
+    model, tokenizer = load_policy(config)
+    held_out = held_out_records(config, tokenizer, args.split, args.eval_questions)
+    ranks = [record["gold_rank"] for record in held_out]
+    # What the "before" numbers depend on: a kept before.json must match this run.
+    settings = {"split": args.split, **SPLITS[args.split], "eval_questions": args.eval_questions, "eval_samples": args.eval_samples,
+                **{key: getattr(config, key) for key in CONFIG_KEYS}}
+    before = _kept_or_new_before(output_dir / "before.json", settings, lambda: _evaluate(model, tokenizer, held_out, config, args.eval_samples))
+    policy, log_history, phases = _train_phases(args, trainer_args, output_dir, model, tokenizer)
+    print("after training:", flush=True)
+    after = _evaluate(policy, tokenizer, held_out, config, args.eval_samples)
+    log = with_phase_temperatures([entry for entry in log_history if "reward" in entry], phases)
+    plot_reward_curve(log, output_dir / "learning_reward_curve.png")
+    # Each decoding's change, paired by question, with its standard error in points.
+    changes = {name: paired_gain(PolicyEvaluation.from_dict(before[name]), PolicyEvaluation.from_dict(after[name])) for name in after}
+    result = {
+        "settings": {**vars(args), **settings},
+        "training": {key: getattr(config, key) for key in TRAINING_KEYS},
+        "phases": phases,
+        "before": before,
+        "after": after,
+        "changes_points": {name: change for name, (change, _) in changes.items()},
+        "change_standard_errors_points": {name: error for name, (_, error) in changes.items()},
+        "by_gold_rank": {name: {"before": by_gold_rank(before[name], ranks), "after": by_gold_rank(after[name], ranks)} for name in after},
+        "reward_log": [{key: entry.get(key) for key in ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)} for entry in log],
+        "train_seconds": sum(phase["train_seconds"] or 0 for phase in phases),
+        "peak_rss_gb": _peak_rss_gb(),
+    }
+    _write_json(output_dir / "result.json", result)
+    return result
+
+
+def across_runs(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each decoding's change as mean and sample sd across runs, with every run's own paired error."""
+    import statistics
+
+    summary = {}
+    for name in results[0]["changes_points"]:
+        changes = [result["changes_points"][name] for result in results]
+        summary[name] = {
+            "mean_points": statistics.fmean(changes),
+            "sd_points": statistics.stdev(changes) if len(changes) > 1 else None,
+            "runs_points": changes,
+            "within_run_standard_errors_points": [result["change_standard_errors_points"][name] for result in results],
+        }
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out set: dev for tuning, test once per reported recipe (default: %(default)s)")
+    parser.add_argument("--seeds", type=int, nargs="*", default=None, help="one training run per seed (seed and data_seed); default: one run with the preset's")
     parser.add_argument("--eval-questions", type=int, default=32, help="held-out questions (default: %(default)s)")
     parser.add_argument("--eval-samples", type=int, default=4, help="sampled rollouts per held-out question (default: %(default)s)")
     parser.add_argument("--output-dir", default="runs/learning", help="trainer output directory (default: %(default)s)")
@@ -105,112 +243,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--then-steps must be >= 0 and --then-temperature > 0, got {args.then_steps} and {args.then_temperature}")
     # The trainer logs each rollout batch's reward mean and spread at INFO: keep it visible.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-
-    from transformers.trainer_utils import get_last_checkpoint
-
-    from langgraph_memagent.agents.tokenizers import resolve_tokenizer
-    from langgraph_memagent.training.data import generate_samples
-    from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config, training_dataset
-    from langgraph_memagent.training.reward_curve import plot_reward_curve
-    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
-
-    output_dir = Path(args.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    config = parse_config(["--preset", args.preset, "--output_dir", str(output_dir), *args.trainer_args])
     load = OtherLoad()
-    model, tokenizer = load_policy(config)
-    held_out = generate_samples(
-        config.task,
-        resolve_tokenizer(tokenizer),
-        num_samples=args.eval_questions,
-        target_tokens=config.target_tokens,
-        seed=config.data_seed + HELD_OUT_SEED_OFFSET,
-        num_keys=config.num_keys,
-    )
-    # What the "before" numbers depend on: a kept before.json must match this run.
-    settings = {
-        "held_out_seed": config.data_seed + HELD_OUT_SEED_OFFSET,
-        "eval_questions": args.eval_questions,
-        "eval_samples": args.eval_samples,
-        **{key: getattr(config, key) for key in CONFIG_KEYS},
-    }
-    before_path = output_dir / "before.json"
-    if before_path.is_file():
-        before = json.loads(before_path.read_text())
-        if before.get("settings") != settings:
-            raise SystemExit(
-                f"{before_path} was measured with other settings ({before.get('settings')}), not {settings}: "
-                "use another --output-dir or delete it"
-            )
-        print(f"before training (kept from {before_path}): sampled {before['sampled']['accuracy']:.1f}%, greedy {before['greedy']['accuracy']:.1f}%")
+    output_dir = Path(args.output_dir)
+    if args.seeds:
+        runs = [run_one(args, [*args.trainer_args, "--seed", str(seed), "--data_seed", str(seed)], output_dir / f"seed-{seed}") for seed in args.seeds]
     else:
-        print("before training:", flush=True)
-        before = {"settings": settings, **_evaluate(model, tokenizer, held_out, config, args.eval_samples)}
-        _write_json(before_path, before)
-
-    def train(config: Any, model: Any | None) -> Any:
-        """A trainer that ran this phase to its end, or None when a checkpoint already had."""
-        last = get_last_checkpoint(str(output_dir))
-        if last is not None and int(last.rsplit("-", 1)[1]) >= config.max_steps:
-            return None  # resumed past max_steps, transformers' Trainer would still train one step
-        trainer = MultiConvGRPOTrainer(
-            model or load_policy(config)[0], args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer, peft_config=lora_config(config)
-        )
-        trainer.train(resume_from_checkpoint=last)
-        return trainer
-
-    evaluation_config = config
-    phase_configs = [config]
-    if args.then_steps:
-        phase_configs.append(parse_config(
-            ["--preset", args.preset, "--output_dir", str(output_dir), *args.trainer_args,
-             "--temperature", str(args.then_temperature), "--max_steps", str(config.max_steps + args.then_steps)]
-        ))
-    phases, trainer = [], None
-    for number, config in enumerate(phase_configs):
-        ran = train(config, model if number == 0 else None)
-        phases.append({"temperature": config.temperature, "max_steps": config.max_steps, "train_seconds": _train_seconds(ran) if ran else None})
-        trainer = ran or trainer
-    if trainer is not None:
-        trainer.save_model(str(output_dir))
-        policy, log_history = trainer.model, trainer.state.log_history
-    else:  # every phase had finished before: evaluate the last checkpoint's adapter
-        from peft import PeftModel
-
-        last = get_last_checkpoint(str(output_dir))
-        policy = PeftModel.from_pretrained(load_policy(config)[0], last)
-        log_history = json.loads((Path(last) / "trainer_state.json").read_text())["log_history"]
-    print("after training:", flush=True)
-    after = _evaluate(policy, tokenizer, held_out, evaluation_config, args.eval_samples)
-
-    log = with_phase_temperatures([entry for entry in log_history if "reward" in entry], phases)
-    plot_reward_curve(log, FIGURE)
-    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
-
-    # Each decoding's change, paired by question, with its standard error in points.
-    changes = {name: paired_gain(PolicyEvaluation.from_dict(before[name]), PolicyEvaluation.from_dict(after[name])) for name in after}
-    gain, greedy_change = changes["sampled"][0], changes["greedy"][0]
-    result = {
-        "settings": {**vars(args), **settings},
-        "training": {key: getattr(config, key) for key in TRAINING_KEYS},
-        "phases": phases,
-        "before": before,
-        "after": after,
-        "sampled_gain_points": gain,
-        "greedy_change_points": greedy_change,
-        **({"training_temperature_gain_points": changes["training_temperature"][0]} if "training_temperature" in changes else {}),
-        "change_standard_errors_points": {name: error for name, (_, error) in changes.items()},
-        "goal_met": gain >= 20 and greedy_change >= 0,
-        "reward_log": [{key: entry.get(key) for key in ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)} for entry in log],
-        "train_seconds": sum(phase["train_seconds"] or 0 for phase in phases),
-        "other_cpu_cores": load.cores(),
-        "peak_rss_gb": _peak_rss_gb(),
-    }
-    write_result(NAME, result)
-    shown = ", ".join(
-        f"{name} {before[name]['accuracy']:.1f}% -> {after[name]['accuracy']:.1f}% ({change:+.1f} ± {error:.1f})" for name, (change, error) in changes.items()
-    )
-    print(f"{NAME}: {shown}; goal {'met' if result['goal_met'] else 'not met'}; other load {load.cores():.2f} cores")
+        runs = [run_one(args, args.trainer_args, output_dir)]
+    FIGURE.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile((output_dir / f"seed-{args.seeds[0]}" if args.seeds else output_dir) / "learning_reward_curve.png", FIGURE)
+    result = {"split": args.split, "runs": runs, "across_runs": across_runs(runs), "other_cpu_cores": load.cores()}
+    write_result(f"{NAME}_{args.split}", result)
+    for name, change in result["across_runs"].items():
+        errors = ", ".join(f"{error:.1f}" for error in change["within_run_standard_errors_points"])
+        spread = f" ± {change['sd_points']:.1f} sd over {len(runs)} runs" if change["sd_points"] is not None else ""
+        print(f"{NAME} ({args.split}): {name} {change['mean_points']:+.1f} points{spread} (within-run paired errors {errors})")
+    for name, parts in runs[-1]["by_gold_rank"].items():
+        print(f"  {name} by gold rank: before {parts['before']}, after {parts['after']}")
+    print(f"other load {load.cores():.2f} cores")
     return 0
 
 

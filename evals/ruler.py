@@ -40,6 +40,7 @@ import random
 import string
 import tempfile
 import uuid
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
@@ -67,6 +68,9 @@ NOISE_LINE = "The grass is green. The sky is blue. The sun is yellow. Here we go
 NEEDLE = "One of the special magic {value_type} for {key} is: {value}."
 # RULER: np.round(np.linspace(0, 100, num=40)) -- needle depths are drawn from this grid.
 DEPTH_GRID: tuple[int, ...] = tuple(round(index * 100 / 39) for index in range(40))
+# Disjoint word-key vocabularies (``key_pool``), so a test set asks for keys training never saw:
+# an adjective whose CRC-32 is a multiple of 4 belongs to "test" (about a quarter), the rest to "train".
+KEY_POOLS = ("train", "test")
 
 
 @dataclass(frozen=True)
@@ -96,10 +100,13 @@ TASKS: tuple[str, ...] = (*NIAH_TASKS, "vt", "fwe", *MULTIHOP_TASKS)
 
 # Options each task accepts beyond target_tokens (the defaults are RULER's).
 _TASK_OPTIONS: dict[str, frozenset[str]] = {
-    **{task: frozenset({"depth"}) if NIAH_CONFIGS[task].num_keys * NIAH_CONFIGS[task].num_values == 1 else frozenset() for task in NIAH_TASKS},
+    **{
+        task: frozenset({"key_pool", *(["depth"] if NIAH_CONFIGS[task].num_keys * NIAH_CONFIGS[task].num_values == 1 else [])})
+        for task in NIAH_TASKS
+    },
     # RULER's num_needle_k: how many keyed needles the multi-key haystacks hold.
-    "niah_multikey_1": frozenset({"num_keys"}),
-    "niah_multiquery": frozenset({"num_keys"}),
+    "niah_multikey_1": frozenset({"num_keys", "key_pool", "gold_rank"}),
+    "niah_multiquery": frozenset({"num_keys", "key_pool"}),
     "vt": frozenset({"num_chains", "num_hops"}),
     "fwe": frozenset({"alpha", "vocab_size", "coded_word_length"}),
     "qa": frozenset({"num_docs", "kind"}),
@@ -107,17 +114,26 @@ _TASK_OPTIONS: dict[str, frozenset[str]] = {
 }
 
 
-def _word_key(rng: random.Random) -> str:
-    return f"{rng.choice(words('adjectivelist.txt'))}-{rng.choice(words('nounlist.txt'))}"
+def _adjectives(pool: str | None) -> tuple[str, ...]:
+    adjectives = words("adjectivelist.txt")
+    if pool is None:
+        return adjectives
+    if pool not in KEY_POOLS:
+        raise ValueError(f"key_pool must be one of {list(KEY_POOLS)} or None, got {pool!r}")
+    return tuple(word for word in adjectives if (zlib.crc32(word.encode()) % 4 == 0) == (pool == "test"))
+
+
+def _word_key(rng: random.Random, pool: str | None = None) -> str:
+    return f"{rng.choice(_adjectives(pool))}-{rng.choice(words('nounlist.txt'))}"
 
 
 def _uuid(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def _draw(kind: str, rng: random.Random) -> str:
+def _draw(kind: str, rng: random.Random, pool: str | None = None) -> str:
     if kind == "words":
-        return _word_key(rng)
+        return _word_key(rng, pool)
     if kind == "uuids":
         return _uuid(rng)
     return str(rng.randint(1_000_000, 9_999_999))
@@ -146,7 +162,14 @@ def _insert_at_depths(units: list[str], needles: list[str], depths: list[float])
 
 
 def _niah(
-    task: str, rng: random.Random, codec: TokenCodec, target_tokens: int | None, depth: float | None = None, num_keys: int | None = None
+    task: str,
+    rng: random.Random,
+    codec: TokenCodec,
+    target_tokens: int | None,
+    depth: float | None = None,
+    num_keys: int | None = None,
+    key_pool: str | None = None,
+    gold_rank: int | None = None,
 ) -> Sample:
     config = NIAH_CONFIGS[task]
     if num_keys is not None:
@@ -154,13 +177,21 @@ def _niah(
             raise ValueError(f"num_keys for {task} must be an integer >= {config.num_queries} (the keys it asks for), got {num_keys!r}")
         config = replace(config, num_keys=num_keys)
     taken: set[str] = set()
-    keys = _distinct(lambda: _draw(config.key_kind, rng), config.num_keys, taken)
+    keys = _distinct(lambda: _draw(config.key_kind, rng, key_pool), config.num_keys, taken)
     values = [_distinct(lambda: _draw(config.value_kind, rng), config.num_values, taken) for _ in keys]
     needles = [NEEDLE.format(value_type=config.value_kind, key=key, value=value) for key, key_values in zip(keys, values) for value in key_values]
+    gold_needle = needles[0]  # the first key is the one asked for
     rng.shuffle(needles)
     if depth is not None and not 0.0 <= depth <= 1.0:
         raise ValueError(f"depth must be a fraction of the haystack in [0, 1], got {depth!r}")
     depths = [depth] if depth is not None else [percent / 100 for percent in rng.sample(DEPTH_GRID, len(needles))]
+    if gold_rank is not None:
+        if not isinstance(gold_rank, int) or isinstance(gold_rank, bool) or not 0 <= gold_rank < len(needles):
+            raise ValueError(f"gold_rank for {task} must be an integer in [0, {len(needles) - 1}] (its keyed needles), got {gold_rank!r}")
+        # The same depths, in order, with the gold needle placed at that rank: list order breaks
+        # ties between needles that land in the same gap, so document order is list order.
+        others = [needle for needle in needles if needle != gold_needle]
+        needles, depths = [*others[:gold_rank], gold_needle, *others[gold_rank:]], sorted(depths)
     queries = keys[: config.num_queries]
     answers = [value for key_values in values[: config.num_queries] for value in key_values]
     # RULER: "a, b, c, and d" when several keys are asked for.
@@ -177,16 +208,22 @@ def _niah(
         def build(n: int) -> str:
             # Grown on demand and never redrawn, so a bigger haystack extends a smaller one.
             while len(distractors) < n:
-                key, value = _distinct(lambda: _draw(config.key_kind, distractor_rng), 1, taken)[0], _draw(config.value_kind, distractor_rng)
+                key = _distinct(lambda: _draw(config.key_kind, distractor_rng, key_pool), 1, taken)[0]
+                value = _draw(config.value_kind, distractor_rng)
                 distractors.append(NEEDLE.format(value_type=config.value_kind, key=key, value=value))
             return "\n".join(_insert_at_depths(distractors[:n], needles, depths))
 
-    return fit_sample(
+    sample = fit_sample(
         task=task, template=template, question=template.after.strip(), answers=answers, metric="all",
         build_context=build, codec=codec, target_tokens=target_tokens,
         # "depth" for one-needle tasks: the demo reports where its needle sits.
         meta={"keys": keys, "queries": queries, "depths": depths, "haystack": config.haystack, **({"depth": depths[0]} if len(depths) == 1 else {})},
     )
+    if config.num_keys > 1 and config.num_values == 1 and config.num_queries == 1:
+        # Where the asked-for needle sits among the keyed needles, read from the document itself.
+        positions = sorted(sample.document.index(needle) for needle in needles)
+        sample.meta["gold_rank"] = positions.index(sample.document.index(gold_needle))
+    return sample
 
 
 def _vt(task: str, rng: random.Random, codec: TokenCodec, target_tokens: int | None, num_chains: int = 1, num_hops: int = 4) -> Sample:
@@ -261,7 +298,12 @@ def generate_task(
 
     Task options: ``depth`` (single-needle NIAH, fraction 0..1; default a random depth of
     RULER's grid), ``num_keys`` (niah_multikey_1 / niah_multiquery: keyed needles in the
-    haystack, RULER's ``num_needle_k``, default 4), ``num_chains``/``num_hops`` (vt, RULER defaults 1 and 4),
+    haystack, RULER's ``num_needle_k``, default 4), ``key_pool`` (NIAH with word keys: ``"train"`` or
+    ``"test"``, disjoint key vocabularies; default RULER's whole list), ``gold_rank``
+    (niah_multikey_1: which keyed needle in document order is the asked-for one, 0 = first, or
+    ``"balanced"``: sample ``i`` gets rank ``i % num_keys``, so position says nothing about the
+    answer; default RULER's random depths; ``meta["gold_rank"]`` records it either way),
+    ``num_chains``/``num_hops`` (vt, RULER defaults 1 and 4),
     ``alpha``/``vocab_size``/``coded_word_length`` (fwe, RULER defaults 2.0, 2000, 6),
     ``num_docs``/``kind`` (QA: a fixed document count in place of ``target_tokens``, and
     ``"bridge"`` or ``"comparison"`` questions only). ``codec`` sizes the documents: a
@@ -292,7 +334,10 @@ def generate_task(
     for index in range(num_samples):
         # A string seed goes through SHA-512 in random.seed: stable across runs and platforms.
         rng = random.Random(f"{task}/{seed}/{index}")
-        sample = generator(task, rng, codec, target_tokens, **task_options)
+        options = dict(task_options)
+        if options.get("gold_rank") == "balanced":  # every rank equally often, in turn
+            options["gold_rank"] = index % (options.get("num_keys") or NIAH_CONFIGS[task].num_keys)
+        sample = generator(task, rng, codec, target_tokens, **options)
         sample.meta.update(seed=seed, sample_index=index, target_tokens=target_tokens, tokenizer=getattr(codec, "name", ""))
         samples.append(sample)
     return samples

@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Literal, get_args
 
-from ..agents.answers import last_boxed_content
+from ..agents.answers import answer_is_content, last_boxed_content
 
 
 Metric = Literal[
@@ -62,6 +62,36 @@ def _strip_latex(text: str) -> str:
     return "".join(text.split())
 
 
+def strict_score(response: str, answers: Sequence[str], *, style: str = "boxed", all_of: bool = False) -> float:
+    r"""MemAgent's strict verifier on the answer the final prompt ``style`` asks for.
+
+    The answer is the last ``\boxed{}`` (``style="boxed"``) or the text after the last
+    "the answer is" (``"answer_is"``) in the reply's last 300 characters, lowercased and
+    cleaned as :func:`strict_boxed_score` describes. Any-of tasks: 1.0 when it equals a gold.
+    All-of tasks (``all_of``: multi-value and multi-query NIAH, VT, FWE): MemAgent's Eq. 7,
+    the fraction of golds the answer contains.
+
+    >>> strict_score(r"\boxed{1234567, 7654321}", ["1234567", "7654321"], all_of=True)
+    1.0
+    >>> strict_score(r"\boxed{1234567}", ["1234567", "7654321"], all_of=True)
+    0.5
+    >>> strict_score("So the answer is Paris.", ["paris"], style="answer_is")
+    1.0
+    """
+    tail = response[-STRICT_TAIL_CHARS:].lower()
+    if style not in ("boxed", "answer_is"):
+        raise ValueError(f"style must be 'boxed' or 'answer_is', got {style!r}")
+    answer = last_boxed_content(tail) if style == "boxed" else answer_is_content(tail)
+    prediction = _strip_latex(answer or "")
+    # An empty answer is no answer, even against a gold that normalizes to nothing.
+    if not prediction:
+        return 0.0
+    golds = [_strip_latex(gold.lower()) for gold in gold_strings(answers)]
+    if all_of:
+        return sum(bool(gold) and gold in prediction for gold in golds) / len(golds) if golds else 0.0
+    return float(any(prediction == gold for gold in golds))
+
+
 def strict_boxed_score(response: str, answers: Sequence[str]) -> float:
     r"""Training reward: 1.0 if the last ``\boxed{}`` in the reply's tail equals a gold, else 0.0.
 
@@ -79,15 +109,7 @@ def strict_boxed_score(response: str, answers: Sequence[str]) -> float:
     >>> strict_boxed_score("Louvre", ["Louvre"])  # no box
     0.0
     """
-    golds = gold_strings(answers)
-    boxed = last_boxed_content(response[-STRICT_TAIL_CHARS:].lower())
-    if boxed is None:
-        return 0.0
-    prediction = _strip_latex(boxed)
-    # An empty box is no answer, even against a gold that normalizes to nothing.
-    if not prediction:
-        return 0.0
-    return float(any(prediction == _strip_latex(gold.lower()) for gold in golds))
+    return strict_score(response, answers)
 
 
 def normalize_answer(text: str) -> str:

@@ -113,17 +113,32 @@ def question_input(sample: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class PaperDefault:
+    """A training setting's default for one graph, and where it comes from."""
+
+    value: Any  # what the trainer uses when the option is not given
+    source: str  # the paper (or "ours") the value is taken from
+
+
+@dataclass(frozen=True)
 class RegisteredGraph:
     """One graph of the registry."""
 
     builder: GraphBuilder  # builder(model, options, tokenizer, **graph_kwargs)
     graph_input: Callable[[Any], dict[str, Any]] = question_input  # sample or dataset row -> graph input
+    # Trainer options (MultiConvGRPOConfig fields) this graph's paper sets; others take MemAgent's.
+    training_defaults: Mapping[str, PaperDefault] = field(default_factory=dict)
 
 
 GRAPHS: dict[str, RegisteredGraph] = {}
 
 
-def register_graph(name: str, builder: GraphBuilder, graph_input: Callable[[Any], dict[str, Any]] = question_input) -> None:
+def register_graph(
+    name: str,
+    builder: GraphBuilder,
+    graph_input: Callable[[Any], dict[str, Any]] = question_input,
+    training_defaults: Mapping[str, PaperDefault] | None = None,
+) -> None:
     """Make ``name`` a graph of ``memagent compare --graphs``, the trainer's ``--graph`` and the registry.
 
     The graph must take ``{"question", "document"}`` and return ``answer``, ``response``
@@ -138,7 +153,7 @@ def register_graph(name: str, builder: GraphBuilder, graph_input: Callable[[Any]
     """
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise ValueError(f"graph name {name!r} must be letters, digits, '_', '.' or '-' (it is a CSV column and a file name part)")
-    GRAPHS[name] = RegisteredGraph(builder, graph_input)
+    GRAPHS[name] = RegisteredGraph(builder, graph_input, dict(training_defaults or {}))
 
 
 def build_graph(graph: str, model: BaseChatModel, options: GraphOptions, tokenizer: Any = None, /, **graph_kwargs: Any) -> Any:
@@ -214,11 +229,32 @@ def document_input(sample: Any) -> dict[str, Any]:
     return inputs
 
 
-register_graph("memagent", _memagent, document_input)
+_MEMAGENT = "MemAgent paper (arXiv 2507.02259)"
+_SUMER = "SUMER paper"
+register_graph("memagent", _memagent, document_input, {
+    "chunk_tokens": PaperDefault(5000, f"{_MEMAGENT}: 5000-token chunks"),
+    "reward_metric": PaperDefault("strict_boxed", f"{_MEMAGENT}: its strict training verifier"),
+    "num_generations": PaperDefault(16, f"{_MEMAGENT}: G = 16"),
+    "beta": PaperDefault(1e-3, f"{_MEMAGENT}: KL coefficient 1e-3"),
+    "epsilon_high": PaperDefault(0.2, "MemAgent's released scripts: clip 0.2 on both sides"),
+    "scale_rewards": PaperDefault("none", f"{_MEMAGENT}: A = R - group mean, no std division (Dr. GRPO)"),
+})
 register_graph("full_context", _full_context)
 register_graph("rag", _rag)
-register_graph("sumer", _sumer)
-register_graph("agemem", _agemem)
+register_graph("sumer", _sumer, training_defaults={
+    "chunk_tokens": PaperDefault(200, "ours: a document piece per memory item (SUMER stores one message per item)"),
+    "turn_tokens": PaperDefault(1024, "ours: the SUMER graph's turn limit"),
+    "num_generations": PaperDefault(8, f"{_SUMER}: G = 8"),
+    "beta": PaperDefault(0.0, f"{_SUMER}: no KL term"),
+    "epsilon_high": PaperDefault(0.28, f"{_SUMER}: clip-high 0.28"),
+    "scale_rewards": PaperDefault("group", f"{_SUMER}: GRPO advantage normalised by the group's standard deviation"),
+})  # SUMER's temperature 1.0 and learning rate 1e-6 are everyone's defaults already
+register_graph("agemem", _agemem, training_defaults={
+    "chunk_tokens": PaperDefault(512, "ours: the AgeMem graph's stage-1 message size"),
+    "turn_tokens": PaperDefault(256, "ours: the AgeMem graph's turn limit"),
+    "reward_metric": PaperDefault("f1", "ours: token F1 stands in for AgeMem's LLM judge of the task reward"),
+    "scale_rewards": PaperDefault("group", "AgeMem paper (arXiv 2601.01885): step-wise GRPO, group-normalised advantage"),
+})
 
 
 def option_flags() -> list[tuple[str, dict[str, Any]]]:

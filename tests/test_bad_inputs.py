@@ -294,6 +294,10 @@ ROWS: list[Row] = [
     Row("trainer", "--reward_metric accuracy", ("reward_metric must be one of", "'accuracy'"), trainer("--reward_metric", "accuracy")),
     Row("trainer", "--max_turns 0", ("max_turns must be a positive integer, got 0",), trainer("--max_turns", "0")),
     Row("trainer", "--num_generations abc", ("--num_generations", "invalid int value: 'abc'"), trainer("--num_generations", "abc")),
+    Row("trainer", "--top_k -1", ("top_k must be >= 0", "got -1"), trainer("--top_k", "-1")),
+    Row("trainer", "--generation_kwargs the rollouts would ignore", ("generation_kwargs", "is not applied by the rollout backends"), trainer("--generation_kwargs", '{"num_beams": 2}')),
+    Row("trainer", "--key_pool dev", ("key_pool must be one of ['train', 'test']", "got 'dev'"), trainer("--key_pool", "dev")),
+    Row("trainer", "--gold_position balanced with a one-needle task", ("gold_position must be 'balanced' with task 'niah_multikey_1'", "niah_single_1"), trainer("--gold_position", "balanced")),
     Row("trainer", "colocated vLLM with tensor parallelism", covered_by="test_training.py::test_colocated_tensor_parallel_vllm_is_refused_with_the_reason"),
     Row("trainer", "--graph sumer without a judge or reward_metric f1", covered_by="test_training_tools.py::test_sumer_without_a_judge_is_a_clear_error"),
 ]

@@ -312,3 +312,79 @@ def test_int4_is_refused_where_it_cannot_apply(embedded_model_dir):
         LocalChatModel.from_model(policy, AutoTokenizer.from_pretrained(embedded_model_dir), quantization="int4")
     with pytest.raises(ValueError, match=r"divisible by 32; 'proj' has 20"):
         quantize_for_cpu(torch.nn.ModuleDict({"proj": torch.nn.Linear(20, 8)}), "int4")
+
+
+@pytest.mark.embedded
+def test_fused_decode_step_gives_the_models_own_logits_bit_for_bit(embedded_model_dir):
+    import copy
+
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+
+    from langgraph_memagent.agents._kv_slab import SlabLayer
+    from langgraph_memagent.agents.fused_decode import create_decode_step
+    from langgraph_memagent.agents.local_model import LocalChatModel
+    from langgraph_memagent.agents.quantization import quantize_for_cpu
+
+    model = quantize_for_cpu(AutoModelForCausalLM.from_pretrained(embedded_model_dir).eval(), "int4")
+    step = create_decode_step(model)
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        long, short = (model(input_ids=torch.randint(100, 40_000, (1, n)), use_cache=True).cache for n in (50, 30))
+        for layer, other in zip(long.layers, short.layers):  # two rows, the shorter left-padded
+            layer.keys = torch.cat([layer.keys, F.pad(other.keys, (0, 0, 20, 0))])
+            layer.values = torch.cat([layer.values, F.pad(other.values, (0, 0, 20, 0))])
+        long.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in long.layers]
+        ours = copy.deepcopy(long)
+        mask = torch.cat([torch.ones(1, 50, dtype=torch.long), F.pad(torch.ones(1, 30, dtype=torch.long), (20, 0))])
+        for rows in (2, 1):  # with padding, then one row without (its own attention path)
+            tokens, positions = torch.tensor([[5], [7]])[:rows], torch.tensor([[50], [30]])[:rows]
+            for _ in range(3):
+                mask = torch.cat([mask, torch.ones(rows, 1, dtype=torch.long)], dim=1)
+                reference = model(input_ids=tokens, attention_mask=mask, position_ids=positions, cache=long).logits[:, -1]
+                assert torch.equal(step(tokens, mask, positions, ours), reference)
+                tokens, positions = reference.argmax(-1, keepdim=True), positions + 1
+            mask = mask[:1]
+            for cache in (long, ours):
+                for layer in cache.layers:
+                    layer.keys, layer.values = layer.keys[:1], layer.values[:1]
+    assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4").engine.decode_path == "fused-int4-llama"
+    assert LocalChatModel(model_path=str(embedded_model_dir)).engine.decode_path == "transformers"
+
+
+def test_top_k_top_p_min_p_and_repetition_penalty_match_transformers_processors():
+    import torch
+    from transformers.generation.logits_process import (
+        MinPLogitsWarper,
+        RepetitionPenaltyLogitsProcessor,
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    from langgraph_memagent.agents.sampling import SamplingParams, _filtered_probabilities, _penalize_repetitions
+
+    torch.manual_seed(0)
+    logits, seen = torch.randn(3, 50) * 3, [[1, 2, 3], [], [4, 4, 9]]
+    settings = [dict(top_k=5, top_p=0.9, min_p=0.0, repetition_penalty=1.3), dict(top_k=0, top_p=0.8, min_p=0.1, repetition_penalty=1.0),
+                dict(top_k=20, top_p=1.0, min_p=0.05, repetition_penalty=0.7)]
+    params = [SamplingParams(max_tokens=8, temperature=0.8, **setting) for setting in settings]
+    ours, order = _filtered_probabilities(_penalize_repetitions(logits.clone(), params, seen), params)
+    ours = torch.zeros_like(ours).scatter(-1, order, ours)
+    for row, setting in enumerate(settings):
+        expected = logits[row : row + 1].clone()
+        processors = [RepetitionPenaltyLogitsProcessor(setting["repetition_penalty"]), TemperatureLogitsWarper(0.8)]
+        processors += [TopKLogitsWarper(setting["top_k"])] if setting["top_k"] else []
+        processors += [TopPLogitsWarper(setting["top_p"])] if setting["top_p"] < 1 else []
+        processors += [MinPLogitsWarper(setting["min_p"])] if setting["min_p"] else []
+        history = torch.tensor([seen[row] or [0]])
+        for processor in processors:
+            if isinstance(processor, RepetitionPenaltyLogitsProcessor) and not seen[row]:
+                continue
+            expected = processor(history, expected)
+        assert torch.allclose(ours[row] / ours[row].sum(), torch.softmax(expected, -1)[0], atol=1e-6), setting
+    with pytest.raises(ValueError, match="top_k must be an integer >= 0 .* got -1"):
+        SamplingParams(max_tokens=8, temperature=1.0, top_p=1.0, top_k=-1)
+    with pytest.raises(ValueError, match=r"min_p must be in \[0, 1\] .* got 1.5"):
+        SamplingParams(max_tokens=8, temperature=1.0, top_p=1.0, min_p=1.5)

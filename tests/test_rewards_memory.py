@@ -11,15 +11,8 @@ import pytest
 
 from langgraph_memagent.evals.loaders import load_locomo
 from langgraph_memagent.evals.locomo_scoring import JudgeVerdict, LLMJudge
-from langgraph_memagent.training.rewards import (
-    AgeMemReward,
-    AgeMemRewardConfig,
-    SumerReward,
-    agemem_reward,
-    evidence_texts,
-    memory_coverage,
-    sumer_reward,
-)
+from langgraph_memagent.training.agemem_reward import AgeMemReward, AgeMemRewardConfig, agemem_reward, evidence_texts, memory_coverage
+from langgraph_memagent.training.rewards import SumerReward, sumer_reward
 
 from scripted_model import ScriptedChatModel
 
@@ -97,28 +90,40 @@ def test_memory_coverage_best_item_per_evidence():
 
 def test_agemem_reward_hand_computed_cases():
     base = dict(context_tokens=250, context_limit=1000, turns=5, turn_limit=10)
-    # Perfect answer, 1/4 of the window used, gold stored: 1/3 * (1 + 0.75 + 1).
-    parts = agemem_reward("Paris", ["Paris"], memory_items=["Ada lives in Paris"], **base)
-    assert (parts.task, parts.context, parts.memory, parts.penalty) == (1.0, 0.75, 1.0, 0.0)
-    assert parts.total == pytest.approx(2.75 / 3)
-    # Too many turns: -0.5.
-    assert agemem_reward("Paris", ["Paris"], memory_items=["Paris"], **{**base, "turns": 11}).total == pytest.approx(2.75 / 3 - 0.5)
-    # Overflow (flag or tokens over the limit): context 0 and -0.5.
+    operations = [
+        # Stage 2 (two messages arrived): after the first, 300 characters summarized away.
+        {"stage": "distract", "arrival": 1, "tool": "summarize_context", "status": "success", "freed_chars": 300},
+        {"stage": "distract", "arrival": 1, "tool": "filter_context", "status": "error"},  # failed: not counted
+        {"stage": "build", "arrival": 1, "tool": "update_memory", "status": "success", "previous": "x", "content": "Ada lives in Paris"},
+        {"stage": "build", "arrival": 2, "tool": "delete_memory", "status": "success", "previous": "Ada lives in Paris"},
+        {"stage": "answer", "arrival": 1, "tool": "retrieve_memory", "status": "success", "retrieved": ["Ada lives in Paris", "lunch", "tea"]},
+    ]
+    record = dict(operations=operations, arrivals={"build": 2, "distract": 2, "answer": 1}, context_chars={"distract": 100},
+                  final_context="Where does Ada live? m1: Ada lives in Paris")
+    parts = agemem_reward("Paris", ["Paris"], memory_items=["Ada lives in Paris", "lunch"], **record, **base)
+    # context: compression 300/(300+100) = 0.75; early: 1 of 2 arrivals = 0.5; the gold is in the final context: 1.
+    assert parts.context_parts == {"compression": 0.75, "early_summarising": 0.5, "relevant_kept": 1.0}
+    # memory: 1 of 2 items useful; the update left a useful item, the delete removed one: 1/2; 1 of 3 retrieved useful.
+    assert parts.memory_parts == {"useful_items": 0.5, "maintenance": 0.5, "retrieval": pytest.approx(1 / 3)}
+    assert (parts.task, parts.context, parts.memory, parts.penalty) == (1.0, 0.75, pytest.approx(4 / 9), 0.0)
+    assert parts.total == pytest.approx((1 + 0.75 + 4 / 9) / 3)
+    # Too many turns: -0.5; overflow (flag or tokens over the limit): -0.5 more.
+    assert agemem_reward("Paris", ["Paris"], **record, **{**base, "turns": 11}).penalty == 0.5
     for overflow in ({"overflowed": True}, {"context_tokens": 1200}):
-        parts = agemem_reward("Paris", ["Paris"], memory_items=["Paris"], **{**base, **overflow})
-        assert parts.context == 0.0 and parts.penalty == 0.5 and parts.total == pytest.approx(2 / 3 - 0.5)
-    # No answer: no task score and no context credit; stored memory still counts.
-    parts = agemem_reward(None, ["Paris"], memory_items=["Paris"], **base)
-    assert (parts.task, parts.context, parts.memory) == (0.0, 0.0, 1.0)
+        assert agemem_reward("Paris", ["Paris"], **record, **{**base, **overflow}).penalty == 0.5
+    # Without the rollout's record only what can be computed counts: no context parts, stored items only.
+    bare = agemem_reward(None, ["Paris"], memory_items=["Paris"], **base)
+    assert (bare.task, bare.context, bare.memory) == (0.0, 0.0, 1.0)
+    assert bare.context_parts == {"compression": None, "early_summarising": None, "relevant_kept": None}
     # Task from a judge, custom weights and penalties, explicit evidence.
     config = AgeMemRewardConfig(task_weight=0.5, context_weight=0.25, memory_weight=0.25, turn_penalty=1.0)
     parts = agemem_reward(
         "somewhere", ["Paris"], memory_items=["lives in Paris"], evidence=["Ada lives in Paris"],
         task_score=1.0, config=config, **{**base, "turns": 20},
     )
-    # 0.5 * 1 + 0.25 * 0.75 + 0.25 * 3/4 ({ada, lives, in, paris}: 3 found) - 1.0
-    assert parts.total == pytest.approx(0.5 + 0.1875 + 0.1875 - 1.0)
-    # A numeric gold and the SQuAD F1 task metric: "in 1999" vs "1999": P=1/2, R=1.
+    # 0.5 * 1 + 0.25 * 0 (no context record) + 0.25 * 1 ({ada, lives, in, paris}: 3 of 4 >= half) - 1.0
+    assert parts.total == pytest.approx(0.5 + 0.25 - 1.0)
+    # A numeric gold and the SQuAD F1 task metric (the judge's stand-in): "in 1999" vs "1999": P=1/2, R=1.
     assert agemem_reward("in 1999", [1999], **base).task == pytest.approx(2 / 3)
 
 
@@ -144,14 +149,21 @@ def test_agemem_reward_callable_reads_graph_output_and_locomo_evidence():
         "stage_turns": {"build": 10, "distract": 5, "answer": 4},
         "overflow_trims": 0,
         "memory_items": [{"content": turn["text"]}, "unrelated note"],
+        "memory_operations": [{"stage": "answer", "arrival": 1, "tool": "retrieve_memory", "status": "success", "retrieved": [turn["text"]]}],
+        "arrivals": {"build": 3, "distract": 2, "answer": 1},
+        "context_chars": {"distract": 400},
+        "final_context": "unrelated",
     }
     total = reward(output, sample.to_dict())
     parts = reward.last_parts
-    # The gold answer itself, the evidence turn stored verbatim, 1/4 of the window used.
-    assert (parts.task, parts.context, parts.memory, parts.penalty) == (1.0, 0.75, 1.0, 0.0)
-    assert total == pytest.approx(2.75 / 3) and reward.__name__ == "agemem_reward"
-    # Groups trimmed for overflow: context credit gone and the overflow penalty applies.
-    assert reward({**output, "overflow_trims": 2}, sample.to_dict()) == pytest.approx(2 / 3 - 0.5)
+    # The gold answer; no compression, evidence not in the final context; 1 of 2 items useful, the retrieval useful.
+    assert parts.context_parts == {"compression": 0.0, "early_summarising": 0.0, "relevant_kept": pytest.approx(parts.context_parts["relevant_kept"])}
+    assert parts.context_parts["relevant_kept"] < 0.5
+    assert parts.memory_parts == {"useful_items": 0.5, "maintenance": None, "retrieval": 1.0}
+    assert (parts.task, parts.memory, parts.penalty) == (1.0, 0.75, 0.0)
+    assert total == pytest.approx((1.0 + parts.context + 0.75) / 3) and reward.__name__ == "agemem_reward"
+    # Groups trimmed for overflow: the overflow penalty applies.
+    assert reward({**output, "overflow_trims": 2}, sample.to_dict()) == pytest.approx(total - 0.5)
     with pytest.raises(ValueError, match="needs turn_limit, context_tokens"):
         AgeMemReward(context_limit=10)({"answer": "x", "turns": 1}, {"answers": ["x"]})
     with pytest.raises(ValueError, match="memory item must be a string or a dict with 'content'"):

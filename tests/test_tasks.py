@@ -99,6 +99,27 @@ def test_multiquery_asks_for_four_keys_and_expects_each_value():
     assert all(key in sample.question for key in sample.meta["queries"]) and ", and " in sample.question
 
 
+def test_balanced_gold_rank_takes_position_out_of_the_answer_and_key_pools_are_disjoint(smollm2_codec):
+    # The trainer's short task (2 keyed needles in ~5 sentences): RULER's random depths put
+    # the gold first in 19 of these 32 held-out samples, so copying the first needle paid 59%.
+    random_depths = generate_task("niah_multikey_1", 240, codec=smollm2_codec, num_samples=32, seed=10000, num_keys=2)
+    assert sum(sample.meta["gold_rank"] == 0 for sample in random_depths) == 19
+    balanced = generate_task("niah_multikey_1", 240, codec=smollm2_codec, num_samples=32, seed=10000, num_keys=2, gold_rank="balanced")
+    assert [sample.meta["gold_rank"] for sample in balanced] == [0, 1] * 16
+    for sample in balanced:  # the recorded rank is where the gold's needle really is
+        values = [value for _, value in needles(sample.document)]
+        assert values[sample.meta["gold_rank"]] == sample.answers[0] and len(values) == 2
+    adjectives = {
+        pool: {key.split("-")[0] for sample in generate_task("niah_multikey_1", 600, codec=BYTES, num_samples=40, seed=1, key_pool=pool) for key in sample.meta["keys"]}
+        for pool in ("train", "test")
+    }
+    assert adjectives["train"] and adjectives["test"] and not adjectives["train"] & adjectives["test"]
+    with pytest.raises(ValueError, match=r"gold_rank for niah_multikey_1 must be an integer in \[0, 1\] .* got 2"):
+        generate_task("niah_multikey_1", 600, codec=BYTES, num_keys=2, gold_rank=2)
+    with pytest.raises(ValueError, match=r"key_pool must be one of \['train', 'test'\] or None, got 'dev'"):
+        generate_task("niah_single_1", 600, codec=BYTES, key_pool="dev")
+
+
 def test_multikey_tasks_hide_the_queried_key_among_distractor_keys():
     sample, = generate_task("niah_multikey_1", 4000, codec=BYTES, seed=2)
     found = needles(sample.document)

@@ -20,6 +20,7 @@ from langgraph_memagent.training.grpo_multiconv import parse_config
 from langgraph_memagent.training.rows import group_advantages, pad_rows, rollout_group_ids, rollout_rows, rows_to_tensors
 from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 from langgraph_memagent.training.rewards import AnswerReward
+from langgraph_memagent.training.rollout_graphs import default_reward
 from langgraph_memagent.training.rollouts import LLMCall, MissingTokenIdsError, Rollout, run_rollouts
 
 
@@ -165,6 +166,38 @@ def test_rewards_strict_by_default_and_errors_name_the_problem():
         AnswerReward("accuracy")
     with pytest.raises(ValueError, match="loss_aggregation must be one of"):
         MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, loss_aggregation="sample")
+
+
+def test_strict_reward_gives_all_of_tasks_eq7_and_follows_the_answer_is_prompt(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from langgraph_memagent.agents.tokenizers import resolve_tokenizer
+
+    codec = resolve_tokenizer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    (sample,) = generate_samples("niah_multivalue", codec, num_samples=1, target_tokens=400, seed=3)
+    golds = sample["answers"]
+    assert sample["metric"] == "all" and len(golds) == 4
+    reward = AnswerReward()
+    assert reward({"response": rf"\boxed{{{', '.join(golds)}}}"}, sample) == 1.0  # was 0.0: no single gold equals the box
+    assert reward({"response": rf"\boxed{{{golds[0]} {golds[2]}}}"}, sample) == 0.5
+    assert reward({"response": rf"\boxed{{{golds[0]}}}"}, {**sample, "metric": "any"}) == 1.0  # any-of: equality
+    assert reward({"response": rf"\boxed{{{' '.join(golds)} 1234}}"}, {**sample, "distractors": ["1234"]}) == 0.0
+    # MemAgent's "the answer is" prompt: the strict reward reads that answer (was 0.0 on every reply).
+    answer_is = AnswerReward(final_prompt="answer_is")
+    assert answer_is({"response": "Therefore, the answer is **42**."}, {"answers": ["42"]}) == 1.0
+    assert answer_is({"response": r"\boxed{42}"}, {"answers": ["42"]}) == 0.0
+    config = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, final_prompt="answer_is")
+    assert default_reward(config)({"response": "the answer is 42"}, {"answers": ["42"]}) == 1.0
+
+
+def test_trls_sampling_fields_reach_the_rollout_backends_or_are_refused():
+    from langgraph_memagent.training.trainer import sampling_options
+
+    config = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, top_k=5, min_p=0.1, repetition_penalty=1.2)
+    assert sampling_options(config) == {"top_k": 5, "min_p": 0.1, "repetition_penalty": 1.2}  # were silently dropped
+    assert sampling_options(MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False)) == {"top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
+    with pytest.raises(ValueError, match=r"generation_kwargs \{'num_beams': 2\} is not applied by the rollout backends"):
+        MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, generation_kwargs={"num_beams": 2})
 
 
 def test_generated_distractors_defeat_listing_every_number(tiny_model_dir):

@@ -26,7 +26,8 @@ from langgraph_memagent.training.data import load_training_file
 from langgraph_memagent.training.grpo_multiconv import parse_config
 from langgraph_memagent.training.rollout_graphs import context_budget, default_reward, rollout_graph
 from langgraph_memagent.training.rows import group_advantages, rollout_group_ids, rollout_rows
-from langgraph_memagent.training.rewards import AgeMemReward, SumerReward
+from langgraph_memagent.training.agemem_reward import AgeMemReward
+from langgraph_memagent.training.rewards import SumerReward
 from langgraph_memagent.training.rollouts import run_rollouts
 from scripted_model import ScriptedChatModel
 from test_training import make_trainer, tiny_config, tiny_dataset, tiny_model_dir  # noqa: F401 (fixtures)
@@ -210,7 +211,8 @@ def test_sumer_trainer_rollouts_and_one_step_with_a_judge(tiny_model_dir, tiny_d
     assert len(judge.prompts) == answered  # every submitted answer was judged, in one batch
     trainer.train()
     logged = trainer.state.log_history[0]
-    assert -1.0 <= logged["reward"] <= 1.0 and logged["rows"] >= 4 and "kl" in logged
+    assert -1.0 <= logged["reward"] <= 1.0 and logged["rows"] >= 4
+    assert "kl" not in logged and config.beta == 0.0  # SUMER's recipe has no KL term
     assert len(judge.prompts) > answered  # the training step judged its own rollouts
 
 
@@ -253,6 +255,12 @@ def test_graph_defaults_command_line_and_help(capsys):
     # The preset's MemAgent-only reward and chunk size are not applied to SUMER.
     assert (sumer.reward_metric, sumer.chunk_tokens, sumer.turn_tokens, sumer.max_turns) == (None, 200, 1024, 6)
     assert sumer.max_completion_length == 1024 and sumer.learning_rate == PRESETS["cpu-smoke"]["learning_rate"]
+    # Each graph trains with its paper's recipe (SUMER: no KL, clip-high 0.28, std-normalised advantage, G = 8)
+    # unless told otherwise; before, SUMER inherited MemAgent's.
+    assert (sumer.beta, sumer.epsilon_high, sumer.scale_rewards, sumer.num_generations) == (0.0, 0.28, "group", 8)
+    assert (memagent.beta, memagent.epsilon_high, memagent.scale_rewards, memagent.num_generations) == (1e-3, 0.2, "none", 16)
+    overridden = parse_config(["--graph", "sumer", "--reward_metric", "f1", "--output_dir", "/tmp/x", "--beta", "0.01", "--scale_rewards", "none"])
+    assert (overridden.beta, overridden.scale_rewards, overridden.num_generations) == (0.01, "none", 8)
     agemem = parse_config(["--graph", "agemem", "--output_dir", "/tmp/x", "--turn_tokens", "128"])
     assert (agemem.chunk_tokens, agemem.reward_metric, agemem.max_completion_length, agemem.agemem_turn_limit) == (512, "f1", 128, 32)
     assert context_budget(agemem, 8192) == 4096 and context_budget(agemem, 1024) == 1024 - 128
@@ -265,6 +273,7 @@ def test_graph_defaults_command_line_and_help(capsys):
     shown = capsys.readouterr().out
     for option in ("--judge_model", "--max_turns", "--turn_tokens", "--max_context_tokens", "--agemem_stage_turns"):
         assert option in shown, option
+    assert "sumer 0.28 (SUMER paper: clip-high 0.28)" in " ".join(shown.split())
 
 
 def test_training_file_keeps_conversation_turns(tmp_path):

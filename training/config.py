@@ -9,33 +9,54 @@ from typing import Any
 import torch
 from trl import GRPOConfig
 
-from ..evals.ruler import TASKS
+from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
 from ..graphs.registry import GRAPHS, graph_option
+
+
+def _per_graph(name: str, what: str) -> Any:
+    """A field left unset on the command line: the graph's paper value (graphs.registry), else MemAgent's."""
+    shown = "; ".join(
+        f"{graph} {spec.training_defaults[name].value!r} ({spec.training_defaults[name].source})"
+        for graph, spec in GRAPHS.items()
+        if name in spec.training_defaults
+    )
+    return field(default=None, metadata={"help": f"{what} Default per graph: {shown}; other graphs take MemAgent's."})
+
+
+# Settings of the RL recipe: a graph whose paper gives none takes MemAgent's.
+RECIPE_SETTINGS = ("num_generations", "beta", "epsilon_high", "scale_rewards")
 
 
 # Configuration
 @dataclass
 class MultiConvGRPOConfig(GRPOConfig):
-    """TRL's ``GRPOConfig`` with MemAgent's defaults (arXiv 2507.02259) and the rollout settings.
+    """TRL's ``GRPOConfig`` with each graph's paper recipe and the rollout settings.
 
-    Changed TRL defaults: ``beta=1e-3`` (paper), ``use_bias_correction_kl=False`` (the
-    reference uses a plain KL), ``scale_rewards="none"`` (Dr. GRPO advantage),
-    ``num_generations=16`` (paper G), ``epsilon=epsilon_high=0.2`` (the released
-    scripts; DAPO clip-higher is ``--epsilon_high 0.28``), constant learning rate 1e-6
-    with linear warm-up (paper), ``logging_steps=1``, ``bf16`` only where CUDA exists.
+    Defaults that depend on ``graph`` come from its paper through the graph registry
+    (:class:`~langgraph_memagent.graphs.registry.PaperDefault`, each with its source):
+    MemAgent (arXiv 2507.02259) ``beta=1e-3``, ``num_generations=16``, ``epsilon_high=0.2``
+    (the released scripts; DAPO clip-higher is ``--epsilon_high 0.28``), ``scale_rewards="none"``
+    (Dr. GRPO advantage); SUMER ``beta=0``, ``num_generations=8``, ``epsilon_high=0.28``,
+    ``scale_rewards="group"``; AgeMem ``scale_rewards="group"``. Other changed TRL defaults:
+    ``use_bias_correction_kl=False`` (the reference uses a plain KL), constant learning rate
+    1e-6 with linear warm-up (MemAgent and SUMER), ``logging_steps=1``, ``bf16`` only where
+    CUDA exists.
+
+    >>> sumer = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer", reward_metric="f1")
+    >>> sumer.beta, sumer.num_generations, sumer.epsilon_high, sumer.scale_rewards
+    (0.0, 8, 0.28, 'group')
+    >>> MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer", reward_metric="f1", beta=0.01).beta
+    0.01
     """
 
     # TRL fields whose defaults change ------------------------------------------------
-    beta: float = field(default=1e-3, metadata={"help": "KL coefficient (MemAgent: 1e-3)."})
+    beta: float | None = _per_graph("beta", "KL coefficient.")
     use_bias_correction_kl: bool = field(
         default=False, metadata={"help": "Multiply the KL by the importance ratio (MemAgent's reference: no)."}
     )
-    scale_rewards: str = field(
-        default="none",
-        metadata={"help": "Advantage scaling: 'none' = Dr. GRPO r - group mean (MemAgent), 'group' or 'batch' std."},
-    )
-    num_generations: int | None = field(default=16, metadata={"help": "Rollouts per question, G (MemAgent: 16)."})
+    scale_rewards: str | None = _per_graph("scale_rewards", "Advantage scaling: 'none' = r - group mean (Dr. GRPO), 'group' or 'batch' std.")
+    num_generations: int | None = _per_graph("num_generations", "Rollouts per question, G.")
     per_device_train_batch_size: int = field(
         default=16, metadata={"help": "Rollouts per process per micro-batch; a micro-batch holds all their calls' rows."}
     )
@@ -49,9 +70,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Recompute activations in the backward pass to save memory (default: True, TRL's)."}
     )
     epsilon: float = field(default=0.2, metadata={"help": "Low clip epsilon (MemAgent released scripts: 0.2)."})
-    epsilon_high: float | None = field(
-        default=0.2, metadata={"help": "High clip epsilon (released scripts: 0.2; DAPO clip-higher: 0.28)."}
-    )
+    epsilon_high: float | None = _per_graph("epsilon_high", "High clip epsilon (DAPO clip-higher: 0.28).")
     lr_scheduler_type: str = field(
         default="constant_with_warmup", metadata={"help": "LR schedule (MemAgent: constant after linear warm-up)."}
     )
@@ -183,6 +202,17 @@ class MultiConvGRPOConfig(GRPOConfig):
         metadata={"help": "Keyed needles per generated niah_multikey_1 / niah_multiquery document (RULER's num_needle_k; unset: 4)."},
     )
     data_seed: int = field(default=0, metadata={"help": "Seed of the generated training tasks."})
+    key_pool: str | None = field(
+        default=None,
+        metadata={"help": "Needle-key vocabulary of generated NIAH tasks: 'train' or 'test' (disjoint; evals.ruler.KEY_POOLS); unset: RULER's whole list."},
+    )
+    gold_position: str | None = field(
+        default=None,
+        metadata={
+            "help": "niah_multikey_1: 'balanced' puts the asked-for needle at each keyed-needle rank equally often, so "
+            "answering with the first needle earns chance only; unset: RULER's random depths."
+        },
+    )
 
     # Outputs -------------------------------------------------------------------------
     reward_curve: bool = field(default=True, metadata={"help": "Write reward_curve.png to output_dir when training ends."})
@@ -194,10 +224,11 @@ class MultiConvGRPOConfig(GRPOConfig):
         if self.bf16 is None:
             # TRL defaults bf16 to True, which fails on machines without CUDA.
             self.bf16 = torch.cuda.is_available() and not self.fp16
-        # Fields left unset take the graph's defaults.
-        for name, value in GRAPH_DEFAULTS.get(self.graph, {}).items():
+        # Fields left unset take the graph's paper defaults, and the recipe MemAgent's where its paper gives none.
+        paper = GRAPHS[self.graph].training_defaults if self.graph in GRAPHS else {}
+        for name, default in {**{name: GRAPHS["memagent"].training_defaults[name] for name in RECIPE_SETTINGS}, **paper}.items():
             if getattr(self, name) is None:
-                setattr(self, name, value)
+                setattr(self, name, default.value)
         if self.agemem_turn_limit is None:
             self.agemem_turn_limit = self.agemem_stage_turns
         if self.max_completion_length is None:
@@ -262,13 +293,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         for name, note in non_negative.items():
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
-        if self.train_file is not None and not Path(self.train_file).is_file():
-            problems.append(f"train_file {self.train_file!r} does not exist or is not a file")
-        if self.train_file is None and self.task not in TASKS:
-            problems.append(f"task must be one of {list(TASKS)}, got {self.task!r}")
-        model = self.model_name_or_path
-        if model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
-            problems.append(f"model_name_or_path {model!r} does not exist or is not a directory")
+        problems += self._data_problems() + self._sampling_problems()
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
             # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
             # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
@@ -280,18 +305,42 @@ class MultiConvGRPOConfig(GRPOConfig):
             )
         return problems
 
+    def _data_problems(self) -> list[str]:
+        """Bad training data or model fields, one line each."""
+        problems = []
+        if self.train_file is not None and not Path(self.train_file).is_file():
+            problems.append(f"train_file {self.train_file!r} does not exist or is not a file")
+        if self.train_file is None and self.task not in TASKS:
+            problems.append(f"task must be one of {list(TASKS)}, got {self.task!r}")
+        if self.key_pool is not None and (self.key_pool not in KEY_POOLS or self.task not in NIAH_TASKS):
+            problems.append(f"key_pool must be one of {list(KEY_POOLS)} with a NIAH task, got {self.key_pool!r} with task {self.task!r}")
+        if self.gold_position is not None and (self.gold_position != "balanced" or self.task != "niah_multikey_1"):
+            problems.append(f"gold_position must be 'balanced' with task 'niah_multikey_1', got {self.gold_position!r} with task {self.task!r}")
+        model = self.model_name_or_path
+        if model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
+            problems.append(f"model_name_or_path {model!r} does not exist or is not a directory")
+        return problems
+
+    def _sampling_problems(self) -> list[str]:
+        """Rollout sampling settings the backends cannot apply, one line each."""
+        problems = []
+        if self.generation_kwargs:
+            problems.append(
+                f"generation_kwargs {self.generation_kwargs!r} is not applied by the rollout backends, which take "
+                "temperature, top_p, top_k, min_p and repetition_penalty; set those instead"
+            )
+        if self.top_k is not None and self.top_k < 0:
+            problems.append(f"top_k must be >= 0 (0 = no limit), got {self.top_k!r}")
+        if self.min_p is not None and not 0 <= self.min_p <= 1:
+            problems.append(f"min_p must be in [0, 1], got {self.min_p!r}")
+        if not self.repetition_penalty > 0:
+            problems.append(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
+        return problems
+
     @property
     def use_lora(self) -> bool:
         """Whether the policy trains a LoRA adapter (``finetuning``, with 'auto' = LoRA without CUDA)."""
         return self.finetuning == "lora" or (self.finetuning == "auto" and not torch.cuda.is_available())
-
-
-# Defaults of fields left unset, per graph: MemAgent's paper values; the baselines' own defaults.
-GRAPH_DEFAULTS: dict[str, dict[str, Any]] = {
-    "memagent": {"chunk_tokens": 5000, "reward_metric": "strict_boxed"},
-    "sumer": {"chunk_tokens": 200, "turn_tokens": 1024},
-    "agemem": {"chunk_tokens": 512, "turn_tokens": 256, "reward_metric": "f1"},
-}
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -316,7 +365,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "save_steps": 20,
     },
     # SmolLM2-135M + LoRA on short generated NIAH tasks: 2 chunks of essay text holding the
-    # queried needle and 1 distractor needle (RULER niah_multikey_1 with num_keys=2).
+    # queried needle and 1 distractor needle (RULER niah_multikey_1 with num_keys=2), the gold
+    # first in exactly half the questions and keys from the training vocabulary only.
     # The strict verifier gives this model no signal (it never writes \boxed{}), so the
     # reward is lenient (0 of 16 sampled answers boxed, measured). Rollouts sample at T=0.7: measured on held-out
     # questions, T=1.0 earns this reward 0 times in 32 (the memory derails), T=0.7 6/32,
@@ -327,12 +377,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     # 4 in 10 batches had no reward spread, hence DAPO's dynamic sampling (2 rounds). This
     # preset's 16 steps, then 16 at T=1.0 (bench_learning --then-steps 16), 42 minutes of
     # training: T=1.0 1.6% -> 27.3%, greedy 34% -> 50% (BENCHMARKS.md section 6, run 7;
-    # runs vary by about +-5 points at T=1.0). Sizes, lr and rank are ours.
+    # runs vary by about +-5 points at T=1.0). Those runs used RULER's random needle depths,
+    # where the gold was first in 19 of the 32 held-out questions, and most of the gain was
+    # answering with the first needle; the balanced task below removes that shortcut.
+    # Sizes, lr and rank are ours, tuned on that held-out (now: dev) set.
     "cpu-smoke": {
         "model_name_or_path": "smollm2-135m",
         "finetuning": "lora",
         "task": "niah_multikey_1",
         "num_keys": 2,
+        "gold_position": "balanced",
+        "key_pool": "train",
         "target_tokens": 240,
         "chunk_tokens": 120,
         "memory_tokens": 48,

@@ -29,21 +29,35 @@ def _sample_record(sample: Any) -> dict[str, Any]:
         "answers": answers,
         "distractors": distractors,
         "task": sample.task,
+        "metric": sample.metric,  # "all": every gold is asked for (the reward's Eq. 7)
+        # Which keyed needle, in document order, holds the gold (None for one-needle tasks).
+        "gold_rank": sample.meta.get("gold_rank"),
     }
 
 
 def generate_samples(
-    task: str, codec: Any, *, num_samples: int, target_tokens: int, seed: int, num_keys: int | None = None
+    task: str,
+    codec: Any,
+    *,
+    num_samples: int,
+    target_tokens: int,
+    seed: int,
+    num_keys: int | None = None,
+    key_pool: str | None = None,
+    gold_rank: int | str | None = None,
 ) -> list[dict[str, Any]]:
-    """Generated task records (``question``, ``document``, ``answers``, ``distractors``, ``task``).
+    """Generated task records (``question``, ``document``, ``answers``, ``distractors``, ``task``,
+    ``metric``, ``gold_rank``).
 
     Uses ``evals.ruler.generate_task`` (all RULER-style tasks, with distractor needles
-    for the multi-key ones; ``num_keys`` sets how many needles those hold).
+    for the multi-key ones; ``num_keys`` sets how many needles those hold, ``key_pool`` which
+    key vocabulary they use, ``gold_rank`` where the asked-for one sits, e.g. ``"balanced"``).
     ``distractors`` lists the values of the document's needles that are not gold.
     """
     from ..evals.ruler import generate_task
 
-    options = {} if num_keys is None else {"num_keys": num_keys}
+    given = {"num_keys": num_keys, "key_pool": key_pool, "gold_rank": gold_rank}
+    options = {name: value for name, value in given.items() if value is not None}
     samples = generate_task(task, target_tokens, codec=codec, num_samples=num_samples, seed=seed, **options)
     return [_sample_record(sample) for sample in samples]
 

@@ -29,7 +29,7 @@ from ..graphs.registry import GRAPHS
 from .config import MultiConvGRPOConfig
 from .rollout_graphs import default_reward, rollout_graph
 from .rollouts import RewardFn, run_rollouts, score_rollouts
-from .trainer import eval_mode
+from .trainer import eval_mode, sampling_options
 
 
 @dataclass
@@ -135,6 +135,7 @@ def evaluate_policy(
         tokenizer,
         temperature=temperature,
         top_p=config.top_p,
+        **sampling_options(config),
         max_tokens=config.max_completion_length,
         max_batch_size=config.generation_max_batch_size,
     )

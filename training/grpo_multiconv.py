@@ -141,7 +141,7 @@ _DESCRIPTION = (
 _PROG = "grpo_multiconv"
 _MEMAGENT_ONLY = ("reward_metric", "chunk_tokens")
 # Preset values that only mean something for the preset's own task (dropped with --task).
-_TASK_ONLY = ("num_keys",)
+_TASK_ONLY = ("num_keys", "key_pool", "gold_position")
 
 
 def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
@@ -219,6 +219,8 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
             target_tokens=config.target_tokens,
             seed=config.data_seed,
             num_keys=config.num_keys,
+            key_pool=config.key_pool,
+            gold_rank=config.gold_position,
         )
     return Dataset.from_list(records)
 

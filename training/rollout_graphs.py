@@ -6,11 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..evals.locomo_scoring import LLMJudge
-from ..graphs.registry import GraphOptions, build_graph
-from .config import GRAPH_DEFAULTS, MultiConvGRPOConfig
+from ..graphs.registry import GRAPHS, GraphOptions, build_graph
+from .config import MultiConvGRPOConfig
+from .agemem_reward import AgeMemReward, AgeMemRewardConfig
 from .rewards import (
-    AgeMemReward,
-    AgeMemRewardConfig,
     AnswerReward,
     JudgeFreeSumerReward,
     SubmittedAnswersOnly,
@@ -90,9 +89,11 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None) -> RewardF
         return AgeMemReward(
             context_limit=config.max_context_tokens,
             turn_limit=config.agemem_turn_limit,
-            config=AgeMemRewardConfig(task_metric=config.reward_metric or GRAPH_DEFAULTS["agemem"]["reward_metric"]),
+            config=AgeMemRewardConfig(task_metric=config.reward_metric),
         )
-    return AnswerReward(config.reward_metric or GRAPH_DEFAULTS["memagent"]["reward_metric"])
+    # Graphs without a reward of their own are scored like MemAgent's answers.
+    metric = config.reward_metric or GRAPHS["memagent"].training_defaults["reward_metric"].value
+    return AnswerReward(metric, final_prompt=config.final_prompt)
 
 
 def _sumer_reward(config: MultiConvGRPOConfig, judge: Any) -> RewardFn:

@@ -151,21 +151,26 @@ def rollout_rows(
     return rows
 
 
-def pad_rows(rows: RowBatch, multiple: int, pad_token_id: int) -> int:
-    """Append zero-mask, zero-advantage rows until ``len(rows)`` is a multiple of ``multiple``.
+def pad_rows(rows: RowBatch, multiple: int, pad_token_id: int, *, minimum: int = 0) -> int:
+    """Append zero-mask, zero-advantage rows until ``len(rows)`` is at least ``minimum`` and a multiple of ``multiple``.
 
     TRL splits a generation batch into ``steps_per_generation`` equal slices and drops
     the remainder; padding rows carry no loss, so nothing real is dropped and nothing
-    fake is learnt. A padding row has a one-token prompt (an all-masked row would make
-    attention undefined) and an empty completion. Returns the number of rows added.
+    fake is learnt. With several processes ``minimum`` is the most rows any process has:
+    every process then makes the same number of forward passes, which collective weight
+    gathers (DeepSpeed ZeRO-3) need. A padding row has a one-token prompt (an all-masked
+    row would make attention undefined) and an empty completion. Returns the number of rows added.
 
     >>> rows = RowBatch([[1]] * 5, [[2]] * 5, [1.0] * 5, [1.0] * 5, list(range(5)))
     >>> pad_rows(rows, 4, pad_token_id=0), len(rows), rows.advantages[-1]
     (3, 8, 0.0)
+    >>> pad_rows(rows, 4, pad_token_id=0, minimum=9), len(rows)
+    (4, 12)
     """
     if multiple < 1:
         raise ValueError(f"multiple must be >= 1, got {multiple!r}")
-    missing = (-len(rows)) % multiple
+    target = max(len(rows), minimum)
+    missing = target - len(rows) + (-target) % multiple
     for _ in range(missing):
         rows.prompt_ids.append([pad_token_id])
         rows.completion_ids.append([])

@@ -119,11 +119,13 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             callbacks=callbacks,
             peft_config=peft_config,
         )
-        if args.dynamic_sampling_rounds and self.accelerator.num_processes > 1:
-            # Ranks would replace different numbers of groups, i.e. make different numbers of
-            # generate calls, which deadlocks ZeRO-3 gathers and tensor-parallel vLLM.
+        per_process = args.per_device_train_batch_size * args.steps_per_generation
+        if args.dynamic_sampling_rounds and self.accelerator.num_processes > 1 and per_process % self.num_generations:
+            # A group split across processes would be judged flat or not from a part of its rollouts.
             raise ValueError(
-                f"dynamic_sampling_rounds={args.dynamic_sampling_rounds} needs one process, got {self.accelerator.num_processes}"
+                f"dynamic_sampling_rounds with {self.accelerator.num_processes} processes needs each process's "
+                f"{per_process} rollouts (per_device_train_batch_size x steps_per_generation) to hold whole groups of "
+                f"num_generations={self.num_generations}"
             )
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs: Any) -> Any:
@@ -195,18 +197,22 @@ class MultiConvGRPOTrainer(GRPOTrainer):
 
         Such a group has zero advantage everywhere, so its rows would cost a full
         optimizer pass and teach nothing. Fresh questions are drawn from the training set
-        (seeded by ``seed`` and the step) and keep the replaced group's id and place.
-        Logs the first draw's reward (``dynamic_sampling/first_draw_reward``: what the
-        policy scores before filtering) and the groups replaced.
+        (seeded by ``seed``, the step and the process) and keep the replaced group's id and
+        place. With several processes, all of them run a round while any process has a
+        flat group (one with none runs an empty one), so each enters the rollouts, and their
+        weight gathers, equally often. Logs the first draw's reward
+        (``dynamic_sampling/first_draw_reward``: what the policy scores before filtering)
+        and the groups replaced.
         """
         metrics = self._metrics["train"]
         metrics[FIRST_DRAW_REWARD].append(sum(r.reward for r in rollouts) / len(rollouts))
         replaced = 0
         for round_number in range(self.args.dynamic_sampling_rounds):
             flat = [group for group in dict.fromkeys(r.group_id for r in rollouts) if len({r.reward for r in rollouts if r.group_id == group}) == 1]
-            if not flat:
+            flat_anywhere = self.accelerator.gather(torch.tensor([len(flat)], device=self.accelerator.device)).sum().item()
+            if not flat_anywhere:
                 break
-            draw = random.Random(hash((self.args.seed, self.state.global_step, round_number)))
+            draw = random.Random(hash((self.args.seed, self.state.global_step, round_number, self.accelerator.process_index)))
             questions = [self.train_dataset[draw.randrange(len(self.train_dataset))] for _ in flat]
             inputs = [question for question in questions for _ in range(num_generations)]
             group_ids = [group for group in flat for _ in range(num_generations)]
@@ -251,7 +257,12 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             total_tokens=int(self.accelerator.gather(local_tokens).sum().item()),
             total_rollouts=int(rewards.numel()),
         )
-        padding = pad_rows(rows, self.args.steps_per_generation, self._tokenizer.pad_token_id) if mode == "train" else 0
+        padding = 0
+        if mode == "train":
+            # Every process pads to the most rows of any process: ranks that made fewer calls
+            # would otherwise make fewer forward passes and leave the others waiting in a gather.
+            most = int(self.accelerator.gather(torch.tensor([len(rows)], device=device)).max().item())
+            padding = pad_rows(rows, self.args.steps_per_generation, self._tokenizer.pad_token_id, minimum=most)
         batch = rows_to_tensors(rows, self._tokenizer.pad_token_id, device)
         completion_mask = batch["completion_mask"]
         old_per_token_logps, ref_per_token_logps = self._reference_logps(batch, mode)
@@ -360,6 +371,11 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             )
 
 
+def sampling_options(args: Any) -> dict[str, Any]:
+    """TRL's sampling fields beyond temperature and top_p, for either rollout backend."""
+    return {"top_k": args.top_k or 0, "min_p": args.min_p or 0.0, "repetition_penalty": args.repetition_penalty}
+
+
 def policy_chat_model(trainer: MultiConvGRPOTrainer) -> Any:
     """A chat model generating with the trainer's policy module itself (current weights, adapter on)."""
     from ..agents.local_model import LocalChatModel
@@ -370,6 +386,7 @@ def policy_chat_model(trainer: MultiConvGRPOTrainer) -> Any:
         trainer.processing_class,
         temperature=args.temperature,
         top_p=args.top_p,
+        **sampling_options(args),
         max_tokens=args.max_completion_length,
         max_batch_size=args.generation_max_batch_size,
     )
@@ -401,6 +418,7 @@ def vllm_chat_model(trainer: MultiConvGRPOTrainer) -> Any:
         engine=engine,
         temperature=args.temperature,
         top_p=args.top_p,
+        **sampling_options(args),
         max_tokens=args.max_completion_length,
         logprobs=True,
     )

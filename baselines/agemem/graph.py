@@ -92,6 +92,10 @@ class AgeMemOutput(TypedDict, total=False):
     context_tokens: int  # input tokens of the stage's last model call, as the model reported
     overflow_trims: int  # groups dropped because the context exceeded max_context_tokens
     stop_reason: Literal["replied", "turn_limit"]
+    arrivals: int  # messages delivered so far in this stage
+    # Every tool call of the stage: stage, arrival (messages delivered before it), tool, status,
+    # and the texts it touched (added, replaced, deleted, retrieved, or the characters it freed).
+    operations: list[dict[str, Any]]
 
 
 class AgeMemState(AgeMemOutput, total=False):
@@ -171,7 +175,7 @@ class _AgeMemSteps:
         return {
             "messages": updates, "incoming": list(incoming), "reset_context": False, "next_group": next_group,
             "stage_turns": 0, "message_turns": 0, "tool_calls": {}, "usage": dict(NO_USAGE), "context_tokens": 0,
-            "overflow_trims": 0, "response": "", "stop_reason": "replied",
+            "overflow_trims": 0, "response": "", "stop_reason": "replied", "arrivals": 0, "operations": [],
         }
 
     # deliver ----------------------------------------------------------------------------------
@@ -183,6 +187,7 @@ class _AgeMemSteps:
             "incoming": state["incoming"][1:],
             "next_group": state["next_group"] + 1,
             "message_turns": 0,
+            "arrivals": state.get("arrivals", 0) + 1,
         }
 
     # agent ------------------------------------------------------------------------------------
@@ -269,13 +274,16 @@ class _AgeMemSteps:
         memory = self.memory(runtime)
         edit = ContextEdit(original, str(call_message.id))
         counts = dict(state.get("tool_calls", {}))
+        operations = list(state.get("operations", []))
         replies: list[ToolMessage] = []
         for call in call_message.tool_calls:
             counts[call["name"]] = counts.get(call["name"], 0) + 1
+            touched: dict[str, Any] = {}
             try:
-                content, status = self._run_tool(call["name"], call["args"], memory, edit), "success"
+                content, status = self._run_tool(call["name"], call["args"], memory, edit, touched), "success"
             except ToolError as error:
                 content, status = f"error: {error}", "error"
+            operations.append({"stage": state["stage"], "arrival": state.get("arrivals", 0), "tool": call["name"], "status": status, **touched})
             replies.append(ToolMessage(content, tool_call_id=call["id"], name=call["name"], status=status))
         for call in call_message.invalid_tool_calls:
             counts["invalid"] = counts.get("invalid", 0) + 1
@@ -287,7 +295,7 @@ class _AgeMemSteps:
             ))
         for number, reply in enumerate(replies, 1):
             reply.id = f"{call_message.id}-r{number}"
-        return {"messages": [*edit.updates(original), *replies], "tool_calls": counts}
+        return {"messages": [*edit.updates(original), *replies], "tool_calls": counts, "operations": operations}
 
     async def atools(self, state: AgeMemState, runtime: Runtime[Any]) -> dict[str, Any]:
         return await asyncio.to_thread(self.tools, state, runtime)
@@ -304,22 +312,28 @@ class _AgeMemSteps:
             expected = ", ".join(schema.model_fields)
             raise ToolError(f"bad arguments for {name} ({problems}); it takes: {expected}") from None
 
-    def _run_tool(self, name: str, raw_args: Any, memory: LongTermMemory, edit: ContextEdit) -> str:
+    def _run_tool(self, name: str, raw_args: Any, memory: LongTermMemory, edit: ContextEdit, touched: dict[str, Any]) -> str:
+        """The tool's reply; ``touched`` receives the texts it changed or returned, for AgeMem's reward."""
         args = self._args(name, raw_args)
         if isinstance(args, AddMemoryArgs):
+            touched["content"] = args.content.strip()
             return f"added {memory.add(args.content.strip(), [tag.strip() for tag in args.tags if tag.strip()])}"
         if isinstance(args, (UpdateMemoryArgs, DeleteMemoryArgs)):
             memory_id = parse_memory_id(args.memory_id)
-            if memory_id is None or memory.get(memory_id) is None:
+            item = None if memory_id is None else memory.get(memory_id)
+            if item is None:
                 existing = ", ".join(item.key for item in memory.items()) or "none yet"
                 raise ToolError(f"no memory item {args.memory_id!r}; the items are: {existing}")
+            touched["previous"] = str(item.get("content", ""))
             if isinstance(args, UpdateMemoryArgs):
                 memory.update(memory_id, args.content.strip())
+                touched["content"] = args.content.strip()
                 return f"updated {memory_id}"
             memory.delete(memory_id)
             return f"deleted {memory_id}"
         if isinstance(args, RetrieveMemoryArgs):
             hits = memory.search(args.query, args.k)
+            touched["retrieved"] = [str(value.get("content", "")) for _, value, _ in hits]
             if not hits:
                 return "long-term memory is empty"
             lines = []
@@ -328,9 +342,10 @@ class _AgeMemSteps:
                 shown = f" (score {score:.2f})" if score is not None else ""
                 lines.append(f"{memory_id}{shown}: {value.get('content', '')}{tags}")
             return "\n".join(lines)
-        if isinstance(args, SummarizeContextArgs):
-            return edit.summarize(args.group_ids, args.summary.strip())
-        return edit.filter(args.group_ids)
+        before = sum(len(message.text) for message in edit.messages)
+        reply = edit.summarize(args.group_ids, args.summary.strip()) if isinstance(args, SummarizeContextArgs) else edit.filter(args.group_ids)
+        touched["freed_chars"] = before - sum(len(message.text) for message in edit.messages)
+        return reply
 
     # routing ----------------------------------------------------------------------------------
     def _more_or_end(self, state: AgeMemState) -> str:

@@ -43,6 +43,8 @@ class AgeMemProtocolResult:
     overflow_trims: int
     stop_reasons: dict[str, str]
     transcripts: dict[str, list[BaseMessage]] = field(default_factory=dict)  # each stage's final context
+    operations: list[dict[str, Any]] = field(default_factory=list)  # every tool call of every stage, in order
+    arrivals: dict[str, int] = field(default_factory=dict)  # messages delivered per stage
 
 
 def _answer_of(response: str) -> str | None:
@@ -71,6 +73,8 @@ def _combine(stages: dict[str, dict[str, Any]]) -> AgeMemProtocolResult:
         overflow_trims=sum(output["overflow_trims"] for output in stages.values()),
         stop_reasons={stage: output["stop_reason"] for stage, output in stages.items()},
         transcripts={stage: list(output["messages"]) for stage, output in stages.items()},
+        operations=[operation for output in stages.values() for operation in output.get("operations", [])],
+        arrivals={stage: output.get("arrivals", 0) for stage, output in stages.items()},
     )
 
 
@@ -156,6 +160,10 @@ class AgeMemQAOutput(AnswerOutput, total=False):
     context_tokens: int  # input tokens of the last model call
     overflow_trims: int
     stop_reasons: dict[str, str]
+    memory_operations: list[dict[str, Any]]  # every tool call: stage, arrival, tool, status, texts touched
+    arrivals: dict[str, int]  # messages delivered per stage
+    context_chars: dict[str, int]  # characters of each stage's final context
+    final_context: str  # the answer stage's final context, as text
 
 
 class AgeMemQAState(AgeMemQAOutput, total=False):
@@ -245,7 +253,9 @@ class _AgeMemQASteps:
             "question": question, "answer": result.answer, "response": result.response, "usage": result.usage,
             "stage_turns": result.stage_turns, "tool_calls": result.tool_calls, "memory_item_count": len(items),
             "memory_items": items, "context_tokens": result.context_tokens, "overflow_trims": result.overflow_trims,
-            "stop_reasons": result.stop_reasons, "document": "",
+            "stop_reasons": result.stop_reasons, "document": "", "memory_operations": result.operations,
+            "arrivals": result.arrivals, "final_context": "\n".join(message.text for message in result.transcripts.get("answer", [])),
+            "context_chars": {stage: sum(len(message.text) for message in messages) for stage, messages in result.transcripts.items()},
         }
 
     def _memory(self, context: dict[str, Any]) -> LongTermMemory:
@@ -315,7 +325,8 @@ def build_agemem_qa_graph(
         A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` and
         ``distractors``; output ``answer``, ``response``, ``usage``, ``question``,
         ``stage_turns``, ``tool_calls``, ``memory_item_count``, ``memory_items``,
-        ``context_tokens``, ``overflow_trims``, ``stop_reasons``.
+        ``context_tokens``, ``overflow_trims``, ``stop_reasons``, and for AgeMem's reward
+        ``memory_operations``, ``arrivals``, ``context_chars`` and ``final_context``.
 
     Example:
         >>> from langgraph_memagent import load_chat_model

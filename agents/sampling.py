@@ -1,0 +1,97 @@
+"""Next-token choice for the local engine: greedy, or sampling with transformers' logits processors.
+
+The settings and their order are transformers' (and TRL's ``GRPOConfig`` fields):
+``repetition_penalty`` on every token the row has seen (prompt and generated), then greedy
+when ``temperature`` is 0, else temperature, ``top_k``, ``top_p`` and ``min_p``, and one
+draw. Every row of a batch keeps its own settings.
+
+>>> import torch
+>>> logits = torch.tensor([[2.0, 1.0, 0.5, -1.0]])
+>>> next_tokens(logits, [SamplingParams(max_tokens=4, temperature=0.0, top_p=1.0)], [[]])
+[0]
+>>> next_tokens(logits, [SamplingParams(max_tokens=4, temperature=0.0, top_p=1.0, repetition_penalty=4.0)], [[0]])
+[1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .calls import positive_int
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """Per-call generation settings; calls with equal settings share a batch."""
+
+    max_tokens: int  # generation limit
+    temperature: float  # 0 = greedy
+    top_p: float  # nucleus mass kept, 1.0 = all
+    top_k: int = 0  # most likely tokens kept, 0 = all
+    min_p: float = 0.0  # drop tokens below min_p x the top token's probability, 0.0 = none
+    repetition_penalty: float = 1.0  # divides the logits of tokens already seen (multiplies negative ones), 1.0 = none
+
+    def __post_init__(self) -> None:
+        positive_int("max_tokens", self.max_tokens)
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
+            raise ValueError(f"top_k must be an integer >= 0 (0 = no limit), got {self.top_k!r}")
+        if not 0 <= self.min_p <= 1:
+            raise ValueError(f"min_p must be in [0, 1] (0 = off), got {self.min_p!r}")
+        if not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
+
+
+def _penalize_repetitions(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Sequence[int]]) -> Any:
+    import torch
+
+    for row, (param, seen) in enumerate(zip(params, histories)):
+        if param.repetition_penalty != 1.0 and seen:
+            index = torch.tensor(sorted(set(seen)), device=logits.device)
+            picked = logits[row, index]
+            logits[row, index] = torch.where(picked > 0, picked / param.repetition_penalty, picked * param.repetition_penalty)
+    return logits
+
+
+def _filtered_probabilities(logits: Any, params: Sequence[SamplingParams]) -> tuple[Any, Any]:
+    """Sampling probabilities per row, sorted, after temperature, top_k, top_p and min_p; and their token order."""
+    import torch
+
+    temperature = torch.tensor([p.temperature for p in params], device=logits.device).clamp(min=1e-6)[:, None]
+    probs, order = torch.softmax(logits / temperature, dim=-1).sort(dim=-1, descending=True)
+    if any(p.top_k for p in params):
+        top_k = torch.tensor([p.top_k or logits.shape[-1] for p in params], device=logits.device)[:, None]
+        probs = probs.masked_fill(torch.arange(logits.shape[-1], device=logits.device)[None, :] >= top_k, 0.0)
+        probs = probs / probs.sum(dim=-1, keepdim=True)  # top_p then sees the kept tokens' mass, as in transformers
+    top_p = torch.tensor([p.top_p for p in params], device=logits.device)[:, None]
+    # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
+    probs = probs.masked_fill((probs.cumsum(dim=-1) - probs) >= top_p, 0.0)
+    if any(p.min_p for p in params):
+        min_p = torch.tensor([p.min_p for p in params], device=logits.device)[:, None]
+        probs = probs.masked_fill(probs < min_p * probs[:, :1], 0.0)
+    return probs, order
+
+
+def next_tokens(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Sequence[int]]) -> list[int]:
+    """The next token of each row of ``logits`` (rows, vocabulary) under its own ``params``.
+
+    ``histories`` holds each row's tokens so far (prompt and generated), for the repetition penalty.
+    """
+    import torch
+
+    logits = _penalize_repetitions(logits.float(), params, histories)
+    greedy = logits.argmax(dim=-1)
+    if all(p.temperature == 0 for p in params):
+        return greedy.tolist()
+    probs, order = _filtered_probabilities(logits, params)
+    sampled = order.gather(-1, torch.multinomial(probs, 1)).squeeze(-1)
+    temperature = torch.tensor([p.temperature for p in params], device=logits.device)
+    return torch.where(temperature == 0, greedy, sampled).tolist()
+
+
+__all__ = ["SamplingParams", "next_tokens"]

@@ -1,0 +1,73 @@
+"""Two CPU processes (gloo DDP) train the cpu-smoke preset; run by ``accelerate launch`` from
+``test_training_distributed.py``: ``distributed_training.py OUT_DIR TRAINER_ARGS...``.
+
+Each process writes ``OUT_DIR/rank-<n>.json``: its rows per rollout batch (real and padded)
+and a digest of its LoRA weights after every optimizer step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config, training_dataset
+from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
+
+
+class RecordingTrainer(MultiConvGRPOTrainer):
+    """Keeps this process's row counts (before and after padding) of every rollout batch."""
+
+    rows: list[dict[str, int]] = []
+
+    def _log_rollouts(self, mode, rollouts, rewards, groups, advantages, rows, padding, seconds):
+        self.rows.append({"real": len(rows) - padding, "padded": len(rows)})
+        super()._log_rollouts(mode, rollouts, rewards, groups, advantages, rows, padding, seconds)
+
+
+class LoraDigest(TrainerCallback):
+    """A digest of the LoRA weights before training and after each optimizer step."""
+
+    def __init__(self, model):
+        self.model, self.digests = model, []
+
+    def _record(self):
+        digest = hashlib.sha256()
+        for name, parameter in sorted(self.model.named_parameters()):
+            if "lora_" in name:
+                digest.update(name.encode() + parameter.detach().cpu().float().numpy().tobytes())
+        self.digests.append(digest.hexdigest())
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._record()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._record()
+
+
+def varied_reward(output, sample) -> float:
+    """A reward that differs between rollouts (by reply length), so every step has gradients to all-reduce."""
+    return (len(output.get("response") or "") % 7) / 6
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    config = parse_config(["--preset", "cpu-smoke", "--output_dir", str(out / "run"), *sys.argv[2:]])
+    model, tokenizer = load_policy(config)
+    trainer = RecordingTrainer(
+        model, args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer,
+        peft_config=lora_config(config), reward_fn=varied_reward,
+    )
+    digests = LoraDigest(trainer.model)
+    trainer.add_callback(digests)
+    trainer.train()
+    rank = trainer.accelerator.process_index
+    record = {"processes": trainer.accelerator.num_processes, "backend": str(trainer.accelerator.state.backend), "rows": trainer.rows, "lora": digests.digests}
+    (out / f"rank-{rank}.json").write_text(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main()

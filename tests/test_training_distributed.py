@@ -1,0 +1,49 @@
+"""Two real processes (accelerate, gloo DDP on CPU) train the cpu-smoke preset with rollouts of
+different lengths on the two ranks: the run must finish and the ranks must agree on the weights."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("distributed_training.py")
+
+
+@pytest.mark.embedded
+def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(embedded_model_dir, tmp_path):
+    # One long and one short question: each rollout batch holds one group of each, and a
+    # process gets one group, so the two processes make different numbers of calls.
+    records = [
+        {"question": "What is the special magic number for tall-math?", "context": ("The sky is blue. " * 60) + "The special magic number for tall-math is 4417302.", "answers": ["4417302"]},
+        {"question": "What is the special magic number for dry-lake?", "context": "The special magic number for dry-lake is 9920114.", "answers": ["9920114"]},
+    ]
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps(records))
+    accelerate = Path(sys.executable).with_name("accelerate")
+    # accelerate's "--cpu" launches one process (several need MPI); "--multi_gpu" launches through
+    # torchrun, and without a GPU each process runs on the CPU with the gloo backend.
+    command = [
+        str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+        "--dynamo_backend", "no", "--num_cpu_threads_per_process", "1", str(SCRIPT), str(tmp_path),
+        "--train_file", str(train_file), "--max_steps", "2", "--save_strategy", "no", "--reward_curve", "false",
+        "--per_device_train_batch_size", "4", "--steps_per_generation", "2", "--num_generations", "8",
+        "--memory_tokens", "16", "--answer_tokens", "8", "--chunk_tokens", "120", "--dynamic_sampling_rounds", "1",
+        # use_cpu: without it transformers' Trainer runs each process on its own; activation
+        # checkpointing: two processes without it need about 14 GB each for the loss pass.
+        "--use_cpu", "true", "--activation_checkpointing", "true", "--warmup_steps", "0",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    ranks = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
+    assert all(rank["processes"] == 2 and rank["backend"] == "gloo" for rank in ranks)
+    assert ranks[0]["lora"] == ranks[1]["lora"] and len(ranks[0]["lora"]) == 3  # identical adapters before and after each step
+    assert len(set(ranks[0]["lora"])) == 3  # and each step changed them
+    real = [[batch["real"] for batch in rank["rows"]] for rank in ranks]
+    padded = [[batch["padded"] for batch in rank["rows"]] for rank in ranks]
+    assert real[0] != real[1], real  # the ranks made different numbers of calls ...
+    assert padded[0] == padded[1], padded  # ... and still ran the same number of rows
