@@ -144,6 +144,9 @@ def test_ctrl_c_keeps_the_running_sample_and_says_it_is_waiting(tmp_path, capsys
             time.sleep(0.5)
         return needle_reader(prompt)
 
+    # A library loaded earlier in the test session may leave SIGINT blocked in this thread; a
+    # command-line process receiving Ctrl-C has it unblocked.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     with pytest.raises(KeyboardInterrupt):
         run_comparison(config(tmp_path, concurrency=1), scripted(interrupting_reader))
     assert "interrupted: waiting for 1 running sample(s) to finish" in capsys.readouterr().err
