@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import itertools
 import json
 import queue
 import threading
@@ -253,7 +254,8 @@ class BatchedGenerator:
                     use_cache=True,
                 )
                 batch.cache, logits = output.cache, output.logits[:, -1, :]
-        histories = [row.request.prompt_ids + row.generated for row in rows]
+        # Lazy: a row's tokens are read only when it has a repetition penalty, never copied per step.
+        histories = [itertools.chain(row.request.prompt_ids, row.generated) for row in rows]
         for row, token in zip(rows, next_tokens(logits, [row.request.params for row in rows], histories)):
             row.generated.append(token)
             row.length += 1

@@ -15,7 +15,7 @@ draw. Every row of a batch keeps its own settings.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,12 +47,13 @@ class SamplingParams:
             raise ValueError(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
 
 
-def _penalize_repetitions(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Sequence[int]]) -> Any:
+def _penalize_repetitions(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Iterable[int]]) -> Any:
     import torch
 
-    for row, (param, seen) in enumerate(zip(params, histories)):
-        if param.repetition_penalty != 1.0 and seen:
-            index = torch.tensor(sorted(set(seen)), device=logits.device)
+    for row, (param, tokens) in enumerate(zip(params, histories)):
+        seen = set(tokens) if param.repetition_penalty != 1.0 else None  # read only where a penalty applies
+        if seen:
+            index = torch.tensor(sorted(seen), device=logits.device)
             picked = logits[row, index]
             logits[row, index] = torch.where(picked > 0, picked / param.repetition_penalty, picked * param.repetition_penalty)
     return logits
@@ -77,10 +78,11 @@ def _filtered_probabilities(logits: Any, params: Sequence[SamplingParams]) -> tu
     return probs, order
 
 
-def next_tokens(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Sequence[int]]) -> list[int]:
+def next_tokens(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Iterable[int]]) -> list[int]:
     """The next token of each row of ``logits`` (rows, vocabulary) under its own ``params``.
 
-    ``histories`` holds each row's tokens so far (prompt and generated), for the repetition penalty.
+    ``histories`` holds each row's tokens so far (prompt and generated), read only for rows with
+    a repetition penalty: a lazy iterable (``itertools.chain``) costs nothing on the others.
     """
     import torch
 

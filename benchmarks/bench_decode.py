@@ -29,11 +29,10 @@ VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4")  # how a step runs, th
 LLAMA_CPP_INSTALL = "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed)"
 
 
-def _decode_steps(model: Any, prompt: Any, kind: str, steps: int) -> tuple[list[float], float]:
-    """Decode-step times and the prefill time of ``prompt``; ``kind`` is dynamic, slab or fused."""
+def _decode_steps(model: Any, prompt: Any, steps: int, *, slab: bool, fused: Any = None) -> tuple[list[float], float]:
+    """Decode-step times and the prefill time of ``prompt``: transformers' cache or the slab, steps by the
+    model's forward or by ``fused`` (a :class:`FusedDecodeStep`, built once per model: it fuses the weights)."""
     import torch
-
-    from langgraph_memagent.agents.fused_decode import create_decode_step
 
     from langgraph_memagent.agents._kv_slab import SlabLayer
 
@@ -43,11 +42,10 @@ def _decode_steps(model: Any, prompt: Any, kind: str, steps: int) -> tuple[list[
         output = model(input_ids=prompt, use_cache=True, logits_to_keep=1)
         prefill = time.perf_counter() - started
         cache = output.cache
-        if kind != "dynamic":
+        if slab:
             cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
         mask = torch.ones((rows, length), dtype=torch.long)
         token = output.logits[:, -1].argmax(-1, keepdim=True)
-        fused = create_decode_step(model) if kind == "fused" else None
         times = []
         for step in range(steps):
             mask = torch.cat([mask, torch.ones((rows, 1), dtype=torch.long)], dim=1)
@@ -106,12 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM
 
     from langgraph_memagent.agents.embedded import embedded_model_dir
+    from langgraph_memagent.agents.fused_decode import create_decode_step
     from langgraph_memagent.agents.quantization import quantize_for_cpu
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
     int4 = quantize_for_cpu(copy.deepcopy(model), "int4")
     models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4}
+    fused = {"fused_int4": create_decode_step(int4)}
     llm = _llama_cpp(args.prompt_tokens + args.steps + 16)
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue  # llama-cpp-python's high-level API decodes one sequence
                     times, prefill = _llama_cpp_steps(llm, prompt[0].tolist(), args.steps)
                 else:
-                    times, prefill = _decode_steps(models[name], prompt, name.split("_")[0], args.steps)
+                    times, prefill = _decode_steps(models[name], prompt, args.steps, slab=name != "dynamic", fused=fused.get(name))
                 step_times[(rows, name)] += times
                 prefill_times[(rows, name)].append(prefill)
     results = {}

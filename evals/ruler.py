@@ -42,6 +42,7 @@ import tempfile
 import uuid
 import zlib
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
@@ -114,6 +115,7 @@ _TASK_OPTIONS: dict[str, frozenset[str]] = {
 }
 
 
+@cache
 def _adjectives(pool: str | None) -> tuple[str, ...]:
     adjectives = words("adjectivelist.txt")
     if pool is None:

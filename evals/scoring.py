@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Literal, get_args
 
-from ..agents.answers import answer_is_content, last_boxed_content
+from ..agents.answers import extract_answer
 
 
 Metric = Literal[
@@ -78,11 +78,7 @@ def strict_score(response: str, answers: Sequence[str], *, style: str = "boxed",
     >>> strict_score("So the answer is Paris.", ["paris"], style="answer_is")
     1.0
     """
-    tail = response[-STRICT_TAIL_CHARS:].lower()
-    if style not in ("boxed", "answer_is"):
-        raise ValueError(f"style must be 'boxed' or 'answer_is', got {style!r}")
-    answer = last_boxed_content(tail) if style == "boxed" else answer_is_content(tail)
-    prediction = _strip_latex(answer or "")
+    prediction = _strip_latex(extract_answer(response[-STRICT_TAIL_CHARS:].lower(), style) or "")
     # An empty answer is no answer, even against a gold that normalizes to nothing.
     if not prediction:
         return 0.0
