@@ -36,6 +36,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
 from .sampling import SamplingParams, next_tokens
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
@@ -79,6 +80,7 @@ class Completion:
 class _Request:
     prompt_ids: list[int]
     params: SamplingParams
+    constraint: TokenConstraint | None = None  # the grammar this generation follows, if any
     future: Future = field(default_factory=Future)
 
 
@@ -131,6 +133,8 @@ class BatchedGenerator:
         self.active_rows = 0  # requests being decoded right now
         self.trims = 0  # idle spells after which freed memory went back to the OS
         self._queue: queue.Queue[_Request] = queue.Queue()
+        self._grammar_tokenizer: GrammarTokenizer | None = None
+        self._grammar_lock = threading.Lock()
         name = Path(str(getattr(model.config, "_name_or_path", "") or "model")).name
         self._worker = threading.Thread(target=self._serve, name=f"batched-generate:{name}", daemon=True)
         self._worker.start()
@@ -161,13 +165,20 @@ class BatchedGenerator:
             model = loader.submit(build).result()
         return cls(model, AutoTokenizer.from_pretrained(model_path), **options)
 
-    def submit(self, prompt_ids: list[int], params: SamplingParams) -> Future:
-        """Queue one generation; the future resolves to a :class:`Completion`."""
+    def submit(self, prompt_ids: list[int], params: SamplingParams, grammar: str | None = None) -> Future:
+        """Queue one generation, following ``grammar`` (llguidance Lark, see :mod:`.constrained`) if given;
+        the future resolves to a :class:`Completion`."""
         if not prompt_ids:
             raise ValueError("prompt_ids must hold at least one token")
-        request = _Request(list(prompt_ids), params)
+        request = _Request(list(prompt_ids), params, self._constraint(grammar) if grammar is not None else None)
         self._queue.put(request)
         return request.future
+
+    def _constraint(self, grammar: str) -> TokenConstraint:
+        with self._grammar_lock:  # built once, on the first constrained call
+            if self._grammar_tokenizer is None:
+                self._grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.model.config.vocab_size)
+        return self._grammar_tokenizer.constraint(grammar, sorted(self.eos_token_ids))
 
     # The worker ---------------------------------------------------------------------
     def _arrivals(self, idle: bool, room: int) -> list[_Request]:
@@ -233,7 +244,10 @@ class BatchedGenerator:
             output = self.model(
                 input_ids=torch.tensor([request.prompt_ids], device=self.device), use_cache=True, logits_to_keep=1
             )
-        token = next_tokens(output.logits[:, -1, :], [request.params], [request.prompt_ids])[0]
+        logits = mask_logits(output.logits[:, -1, :], [request.constraint])
+        token = next_tokens(logits, [request.params], [request.prompt_ids])[0]
+        if request.constraint is not None:
+            request.constraint.advance(token)
         return _Row(request, [token], len(request.prompt_ids)), output.cache
 
     def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
@@ -256,9 +270,13 @@ class BatchedGenerator:
                 batch.cache, logits = output.cache, output.logits[:, -1, :]
         # Lazy: a row's tokens are read only when it has a repetition penalty, never copied per step.
         histories = [itertools.chain(row.request.prompt_ids, row.generated) for row in rows]
-        for row, token in zip(rows, next_tokens(logits, [row.request.params for row in rows], histories)):
+        constraints = [row.request.constraint for row in rows]
+        logits = mask_logits(logits, constraints)
+        for row, token, constraint in zip(rows, next_tokens(logits, [row.request.params for row in rows], histories), constraints):
             row.generated.append(token)
             row.length += 1
+            if constraint is not None:
+                constraint.advance(token)
 
     def _finish_if_done(self, row: _Row) -> bool:
         """Resolve the row's future if it hit end-of-sequence or its token limit."""
@@ -603,7 +621,7 @@ class LocalChatModel(BaseChatModel):
                 f"prompt of {len(prompt_ids)} tokens + max_tokens {params.max_tokens} = {len(prompt_ids) + params.max_tokens} "
                 f"exceeds the model's {window}-token window"
             )
-        return _PendingCall(self.engine.submit(list(prompt_ids), params), turn)
+        return _PendingCall(self.engine.submit(list(prompt_ids), params, turn.grammar(params.max_tokens)), turn)
 
     def _result(self, call: _PendingCall, completion: Completion) -> ChatResult:
         reply = call.turn.read(completion.text)

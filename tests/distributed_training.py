@@ -1,8 +1,8 @@
 """Two CPU processes (gloo DDP) train the cpu-smoke preset; run by ``accelerate launch`` from
 ``test_training_distributed.py``: ``distributed_training.py OUT_DIR TRAINER_ARGS...``.
 
-Each process writes ``OUT_DIR/rank-<n>.json``: its rows per rollout batch (real and padded)
-and a digest of its LoRA weights after every optimizer step.
+Each process writes ``OUT_DIR/rank-<n>.json``: its rows per rollout batch (real and padded),
+its forward passes under ``--max_tokens_per_forward`` and a digest of its LoRA weights after every optimizer step.
 """
 
 from __future__ import annotations
@@ -15,13 +15,25 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config, training_dataset
+from langgraph_memagent.training.micro_batches import rows_per_part, trim_part
 from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
 
 class RecordingTrainer(MultiConvGRPOTrainer):
-    """Keeps this process's row counts (before and after padding) of every rollout batch."""
+    """Keeps this process's row counts (before and after padding) of every rollout batch, and
+    under a token budget each batch's forward passes: the rows per part this process could
+    take alone and took, the number of parts and the most tokens in one."""
 
     rows: list[dict[str, int]] = []
+    passes: list[dict[str, int]] = []
+
+    def _forward_parts(self, batch, mode):
+        parts = super()._forward_parts(batch, mode)
+        if parts is not None:
+            alone = rows_per_part(batch["prompt_mask"], batch["completion_mask"], self.args.max_tokens_per_forward)
+            sizes = [part["prompt_ids"].numel() + part["completion_ids"].numel() for part in (trim_part(batch, rows) for rows in parts)]
+            self.passes.append({"rows_alone": alone, "rows": len(parts[0]), "parts": len(parts), "largest": max(sizes)})
+        return parts
 
     def _log_rollouts(self, mode, rollouts, rewards, groups, advantages, rows, padding, seconds):
         self.rows.append({"real": len(rows) - padding, "padded": len(rows)})
@@ -65,7 +77,7 @@ def main() -> None:
     trainer.add_callback(digests)
     trainer.train()
     rank = trainer.accelerator.process_index
-    record = {"processes": trainer.accelerator.num_processes, "backend": str(trainer.accelerator.state.backend), "rows": trainer.rows, "lora": digests.digests}
+    record = {"processes": trainer.accelerator.num_processes, "backend": str(trainer.accelerator.state.backend), "rows": trainer.rows, "passes": trainer.passes, "lora": digests.digests}
     (out / f"rank-{rank}.json").write_text(json.dumps(record))
 
 

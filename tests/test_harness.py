@@ -133,24 +133,34 @@ def test_resume_runs_only_missing_samples(tmp_path, monkeypatch, capsys):
     assert len(model.prompts) == calls_before
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open: passes alone and after the 11 test files before it, but in the full run with --doctest-modules the "
-    "SIGINT sent to the main thread never raised (2 of 2 full runs, 2026-11-25); harness.py is unchanged",
-)
 def test_ctrl_c_keeps_the_running_sample_and_says_it_is_waiting(tmp_path, capsys):
-    interrupted = []
+    interrupted, handled, sends = [], threading.Event(), []
+
+    def recording_handler(signum, frame):
+        handled.set()
+        signal.default_int_handler(signum, frame)  # Python's own Ctrl-C: raises KeyboardInterrupt
 
     def interrupting_reader(prompt: str) -> str:
         if not interrupted:
-            # Ctrl-C reaches the main thread while this sample is mid-run.
+            # Ctrl-C reaches the main thread while this sample is mid-run. In full test runs
+            # on a quiet machine a single SIGINT was sometimes never handled (3 runs; cause not
+            # found), so it is sent again until the main thread's handler has run, never after.
             interrupted.append(True)
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            while not handled.is_set() and len(sends) < 25:
+                sends.append(signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
+                handled.wait(0.2)
             time.sleep(0.5)
         return needle_reader(prompt)
 
-    with pytest.raises(KeyboardInterrupt):
+    previous = signal.signal(signal.SIGINT, recording_handler)
+    try:
         run_comparison(config(tmp_path, concurrency=1), scripted(interrupting_reader))
+    except KeyboardInterrupt:
+        pass
+    else:
+        pytest.fail(f"no KeyboardInterrupt: the handler ran: {handled.is_set()}, after {len(sends)} SIGINT(s)")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert "interrupted: waiting for 1 running sample(s) to finish" in capsys.readouterr().err
     kept = read_results(tmp_path / "out" / RESULTS_FILE)
     assert len(kept) == 1 and kept[0]["score"] == 1.0  # finished, not cut off

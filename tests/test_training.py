@@ -343,6 +343,39 @@ def test_loss_matches_hand_computation_with_uneven_conversations(tiny_model_dir,
     assert loss == pytest.approx(-(1.2 * 2 / 3 - 1.5 * 1 / 3 - 1.5 * 1 / 3) / 5, abs=1e-5)
 
 
+def test_token_budget_splits_forward_passes_and_keeps_the_loss_and_gradient(tiny_model_dir, tiny_dataset, tmp_path):
+    rollouts = [rollout(0, 0, [2, 1, 3], 1.0), rollout(1, 0, [2, 2], 0.0), rollout(2, 0, [1], 0.0), rollout(3, 1, [6], 1.0), rollout(4, 1, [1, 1], 0.0)]
+    budget, results = 16, {}
+    for name, limit in (("whole", None), ("parts", budget)):
+        # Two optimizer steps per rollout batch: the old policy's log-probs are computed too.
+        config = tiny_config(tmp_path, beta=1e-3, per_device_train_batch_size=2, steps_per_generation=2, max_tokens_per_forward=limit)
+        trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
+        trainer.model.train()
+        trainer.current_gradient_accumulation_steps = 1
+        for parameter_name, parameter in trainer.model.named_parameters():
+            if "lora_B" in parameter_name:  # a non-zero adapter: the policy differs from the reference
+                torch.nn.init.normal_(parameter, std=0.05, generator=torch.Generator().manual_seed(len(parameter_name)))
+        passes = []
+        trainer.model.get_base_model().register_forward_pre_hook(lambda module, args, kwargs: passes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+        inputs = trainer._batch_from_rollouts(rollouts, "train")
+        trainer.accelerator.backward(loss := trainer.compute_loss(trainer.model, inputs))
+        grads = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+        results[name] = (inputs, loss.item(), grads, passes)
+    whole, parts = results["whole"], results["parts"]
+    assert any(rows * width > budget for rows, width in whole[3])  # TRL alone: passes over the budget
+    assert all(rows * width <= budget or rows == 1 for rows, width in parts[3]) and len(parts[3]) > len(whole[3])
+    for key in ("old_per_token_logps", "ref_per_token_logps"):
+        mask = whole[0]["completion_mask"].bool()
+        assert torch.allclose(whole[0][key][mask], parts[0][key][mask], atol=1e-5), key
+    assert parts[1] == pytest.approx(whole[1], abs=1e-6)
+    assert whole[2].keys() == parts[2].keys() and whole[2]
+    # Trimmed parts move tokens to other absolute positions (RoPE is relative): float rounding only.
+    assert all((whole[2][n] - parts[2][n]).norm() <= 1e-4 * whole[2][n].norm() for n in whole[2])
+    # A loss that is not a plain sum over tokens would change under the split: refused.
+    with pytest.raises(ValueError, match="max_tokens_per_forward needs a loss summed over tokens .* got loss_type 'grpo'"):
+        tiny_config(tmp_path, max_tokens_per_forward=16, loss_type="grpo")
+
+
 class TokenReportingModel:
     """Builds a chat model that answers with token ids: right in even rollouts, wrong in odd ones.
 

@@ -1,5 +1,6 @@
 """Two real processes (accelerate, gloo DDP on CPU) train the cpu-smoke preset with rollouts of
-different lengths on the two ranks: the run must finish and the ranks must agree on the weights."""
+different lengths on the two ranks and a token budget per forward pass: the run must finish,
+the ranks must make the same forward passes and agree on the weights."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).with_name("distributed_training.py")
+BUDGET = 1024  # tokens per forward pass: a few of the long question's rows (about 250 tokens each)
 
 
 @pytest.mark.embedded
@@ -36,6 +38,7 @@ def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(embe
         # use_cpu: without it transformers' Trainer runs each process on its own; activation
         # checkpointing: two processes without it need about 14 GB each for the loss pass.
         "--use_cpu", "true", "--activation_checkpointing", "true", "--warmup_steps", "0",
+        "--max_tokens_per_forward", str(BUDGET),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
@@ -47,3 +50,8 @@ def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(embe
     padded = [[batch["padded"] for batch in rank["rows"]] for rank in ranks]
     assert real[0] != real[1], real  # the ranks made different numbers of calls ...
     assert padded[0] == padded[1], padded  # ... and still ran the same number of rows
+    # Under the token budget both processes split into the same parts, sized for the one that needs the smallest.
+    passes = [rank["passes"] for rank in ranks]
+    assert [(p["rows"], p["parts"]) for p in passes[0]] == [(p["rows"], p["parts"]) for p in passes[1]] and passes[0], passes
+    assert any(p["rows_alone"] > p["rows"] for rank in passes for p in rank), passes  # one process took smaller parts to match
+    assert all(p["largest"] <= BUDGET for rank in passes for p in rank), passes

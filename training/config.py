@@ -26,6 +26,9 @@ def _per_graph(name: str, what: str) -> Any:
 
 # Settings of the RL recipe: a graph whose paper gives none takes MemAgent's.
 RECIPE_SETTINGS = ("num_generations", "beta", "epsilon_high", "scale_rewards")
+# TRL loss types that divide a sum over tokens by a count fixed for the whole batch: the sum of
+# a batch's parts' losses is the batch's loss, so max_tokens_per_forward leaves it unchanged.
+SUMMED_LOSSES = ("dapo", "cispo", "vespo")
 
 
 # Configuration
@@ -68,6 +71,14 @@ class MultiConvGRPOConfig(GRPOConfig):
     )
     activation_checkpointing: bool | None = field(
         default=None, metadata={"help": "Recompute activations in the backward pass to save memory (default: True, TRL's)."}
+    )
+    max_tokens_per_forward: int | None = field(
+        default=None,
+        metadata={
+            "help": "Split each training micro-batch so one forward pass holds at most this many tokens (rows x "
+            "their padded length; a longer row goes alone); needs a loss summed over tokens (loss_type 'dapo', "
+            "'cispo' or 'vespo') and no entropy bonus or mask. Default: one pass per micro-batch, as TRL."
+        },
     )
     epsilon: float = field(default=0.2, metadata={"help": "Low clip epsilon (MemAgent released scripts: 0.2)."})
     epsilon_high: float | None = _per_graph("epsilon_high", "High clip epsilon (DAPO clip-higher: 0.28).")
@@ -279,7 +290,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             "chunk_tokens", "memory_tokens", "answer_tokens", "turn_tokens", "max_context_tokens", "max_turns",
             "max_parallel_calls", "agemem_turns_per_message", "agemem_stage_turns", "agemem_turn_limit",
             "judge_max_tokens", "generation_max_batch_size", "num_train_samples", "target_tokens", "num_keys",
-            "per_device_train_batch_size",
+            "per_device_train_batch_size", "max_tokens_per_forward",
         )
         for name in positive:
             value = getattr(self, name)
@@ -293,7 +304,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         for name, note in non_negative.items():
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
-        problems += self._data_problems() + self._sampling_problems()
+        problems += self._data_problems() + self._sampling_problems() + self._token_budget_problems()
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
             # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
             # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
@@ -337,6 +348,24 @@ class MultiConvGRPOConfig(GRPOConfig):
             problems.append(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
         return problems
 
+    def _token_budget_problems(self) -> list[str]:
+        """Settings whose loss is not the sum of its parts' losses, so a token budget would change it."""
+        if self.max_tokens_per_forward is None:
+            return []
+        problems = []
+        if self.loss_type not in SUMMED_LOSSES:
+            problems.append(
+                f"max_tokens_per_forward needs a loss summed over tokens (loss_type one of {list(SUMMED_LOSSES)}), "
+                f"got loss_type {self.loss_type!r}"
+            )
+        if self.entropy_coef or self.use_adaptive_entropy or self.top_entropy_quantile < 1:
+            problems.append(
+                "max_tokens_per_forward cannot split a batch whose entropy bonus or entropy mask is computed over the "
+                f"whole batch: got entropy_coef={self.entropy_coef}, use_adaptive_entropy={self.use_adaptive_entropy}, "
+                f"top_entropy_quantile={self.top_entropy_quantile}"
+            )
+        return problems
+
     @property
     def use_lora(self) -> bool:
         """Whether the policy trains a LoRA adapter (``finetuning``, with 'auto' = LoRA without CUDA)."""
@@ -362,6 +391,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "reward_metric": "strict_boxed",
         "bf16": True,
         "activation_checkpointing": True,
+        # About 250K tokens reach one forward pass without it; 32K is ours, not yet run on a GPU.
+        "max_tokens_per_forward": 32768,
         "save_steps": 20,
     },
     # SmolLM2-135M + LoRA on short generated NIAH tasks: 2 chunks of essay text holding the

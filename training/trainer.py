@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import DistributedType
 from transformers import TrainerCallback, TrainerState
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOTrainer
@@ -21,6 +22,7 @@ from trl.trainer.utils import use_adapter
 from ..agents.loading import context_window
 from ..graphs.registry import GRAPHS
 from .config import MultiConvGRPOConfig
+from .micro_batches import rows_per_part, split_rows, trim_part
 from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
 from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_reward, rollout_graph
 from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
@@ -303,30 +305,78 @@ class MultiConvGRPOTrainer(GRPOTrainer):
 
     def _reference_logps(self, batch: dict[str, torch.Tensor], mode: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Old-policy log-probs (needed when a rollout batch feeds several optimizer steps) and reference ones."""
-        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-        attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-        logits_to_keep = batch["completion_ids"].size(1)
-        batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
         old, ref = None, None
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.activation_checkpointing_kwargs):
             generate_every = self.args.steps_per_generation * self.num_iterations
             if self.args.gradient_accumulation_steps % generate_every != 0 or self._corrects_vllm_sampling:
-                old, _, _ = self._get_per_token_logps_and_entropies(
-                    self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
-                )
+                old = self._per_token_logps(self.model, batch, mode)
             if self.beta != 0.0:
                 if self.ref_model is not None:
-                    ref, _, _ = self._get_per_token_logps_and_entropies(
-                        self.ref_model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
-                    )
+                    ref = self._per_token_logps(self.ref_model, batch, mode)
                 else:
                     # PEFT: the reference is the base model (adapter disabled) or a frozen "ref" adapter.
                     unwrapped = self.accelerator.unwrap_model(self.model)
                     with use_adapter(unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None):
-                        ref, _, _ = self._get_per_token_logps_and_entropies(
-                            self.model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size
-                        )
+                        ref = self._per_token_logps(self.model, batch, mode)
         return old, ref
+
+    def _per_token_logps(self, model: Any, batch: dict[str, torch.Tensor], mode: str) -> torch.Tensor:
+        """``model``'s log-probs of ``batch``'s completion tokens, by TRL's row batches or by the token budget."""
+        parts = self._forward_parts(batch, mode)
+        if parts is None:
+            chunks = [(batch, self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size)]
+        else:
+            chunks = [(trim_part(batch, rows), len(rows)) for rows in parts]
+        width, pieces = batch["completion_ids"].size(1), []
+        for part, batch_size in chunks:
+            input_ids = torch.cat([part["prompt_ids"], part["completion_ids"]], dim=1)
+            attention_mask = torch.cat([part["prompt_mask"], part["completion_mask"]], dim=1)
+            logps = self._get_per_token_logps_and_entropies(model, input_ids, attention_mask, part["completion_ids"].size(1), batch_size=batch_size)[0]
+            pieces.append(torch.nn.functional.pad(logps, (0, width - logps.size(1))))  # a trimmed part back to full width (masked)
+        return torch.cat(pieces)
+
+    # Loss -----------------------------------------------------------------------------
+    def _forward_parts(self, batch: dict[str, torch.Tensor], mode: str) -> list[range] | None:
+        """The row ranges of ``batch``'s forward passes under ``max_tokens_per_forward`` (None: no budget).
+
+        Every process splits into parts of the same row count, the smallest any process needs,
+        so collective operations inside the passes (ZeRO-3 weight gathers, TRL's gathers of
+        per-row metrics) pair up. Training batches only: evaluation batches differ in size
+        across processes.
+        """
+        budget = self.args.max_tokens_per_forward
+        if budget is None or mode != "train":
+            return None
+        size = rows_per_part(batch["prompt_mask"], batch["completion_mask"], budget)
+        size = int(self.accelerator.gather(torch.tensor([size], device=self.accelerator.device)).min().item())
+        return split_rows(batch["prompt_mask"].size(0), size)
+
+    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None) -> torch.Tensor:
+        """TRL's loss; under ``max_tokens_per_forward``, summed over parts of the batch, each backpropagated in turn.
+
+        Every part but the last is backpropagated here (without gradient synchronisation),
+        so only one part's activations are held at a time; the Trainer backpropagates the
+        returned last part. The loss types allowed with a budget divide a sum over tokens by
+        the whole batch's token count, so the parts' losses and gradients add up to the
+        batch's. Metrics (KL, entropy, clip ratios) are logged per part and averaged.
+        """
+        parts = self._forward_parts(inputs, "train" if self.model.training else "eval")
+        if parts is None or len(parts) == 1:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        earlier = torch.zeros((), device=self.accelerator.device)
+        for rows in parts[:-1]:
+            with self.accelerator.no_sync(model):
+                loss = self._compute_loss(model, trim_part(inputs, rows))
+                self._backward_part(loss)
+            earlier += loss.detach()
+        return self._compute_loss(model, trim_part(inputs, parts[-1])) + earlier
+
+    def _backward_part(self, loss: torch.Tensor) -> None:
+        if self.accelerator.distributed_type == DistributedType.DEEPSPEED:
+            # Not an accumulation boundary, so DeepSpeed accumulates without an optimizer step.
+            self.accelerator.deepspeed_engine_wrapped.backward(loss, sync_gradients=False, scale_wrt_gas=False)
+        else:
+            self.accelerator.backward(loss)
 
     @property
     def _corrects_vllm_sampling(self) -> bool:

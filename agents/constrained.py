@@ -1,0 +1,166 @@
+r"""Grammar-constrained decoding for the local engine, with llguidance.
+
+A :class:`TokenConstraint` follows one generation: before each token it masks the logits to
+the tokens its grammar allows, after it consumes the token chosen. The engine keeps one per
+constrained row, so rows of a batch follow their own grammars and unconstrained rows cost
+nothing.
+
+Grammars are llguidance's Lark dialect, whose ``%json {schema}`` rule is a JSON Schema.
+:func:`forced_call_grammar` is the rest of a forced tool call after
+:func:`~.tool_calling.forced_reply_prefix`: the tool's name (for ``"required"``), arguments
+that validate against its parameters' schema, and the closing tag.
+
+>>> tools = [{"type": "function", "function": {"name": "search", "parameters": {
+...     "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+>>> print(forced_call_grammar(tools, {"type": "function", "function": {"name": "search"}}, max_tokens=128))
+start: " " args_0 "}\n</tool_call>"
+args_0: %json {"type": "object", "properties": {"query": {"type": "string", "maxLength": 96}}, "required": ["query"], "additionalProperties": false, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+# Limits a forced call's arguments get where their schema sets none (ours: the embedded model,
+# forced to call, looped inside one string until its token limit cut the call).
+MAX_STRING_CHARS = 160
+MAX_ARRAY_ITEMS = 16
+# Tokens of a forced call besides its string values: the tool name, keys, punctuation, closing tag, EOS.
+CALL_OVERHEAD_TOKENS = 32
+# JSON written as json.dumps writes it (the tool prompt's own example), with no other whitespace.
+_JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+
+
+def _lark_string(text: str) -> str:
+    """``text`` as a Lark string literal."""
+    return json.dumps(text)
+
+
+def _bounded(schema: Any, max_string: int) -> Any:
+    """``schema`` with closed objects and length limits where it sets none.
+
+    A forced call has to close within the call's token limit: objects take only their
+    declared properties (as OpenAI's strict mode does), strings at most ``max_string``
+    characters and arrays ``MAX_ARRAY_ITEMS`` items.
+    """
+    if isinstance(schema, list):
+        return [_bounded(item, max_string) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    bounded = {key: _bounded(value, max_string) for key, value in schema.items()}
+    if schema.get("type") == "object" or "properties" in schema:
+        bounded.setdefault("additionalProperties", False)
+    if schema.get("type") == "string" and "enum" not in schema and "const" not in schema:
+        bounded.setdefault("maxLength", max_string)
+    if schema.get("type") == "array":
+        bounded.setdefault("maxItems", MAX_ARRAY_ITEMS)
+    return bounded
+
+
+def _string_fields(schema: Any) -> int:
+    if isinstance(schema, list):
+        return sum(map(_string_fields, schema))
+    if not isinstance(schema, dict):
+        return 0
+    return int(schema.get("type") == "string") + sum(_string_fields(value) for value in schema.values())
+
+
+def forced_call_grammar(tools: Sequence[dict[str, Any]], tool_choice: Any, max_tokens: int) -> str:
+    """The Lark grammar of a reply forced to call a tool, from after ``forced_reply_prefix(tool_choice)``.
+
+    ``tools`` are OpenAI tool schemas; ``tool_choice`` is ``"required"`` (one call of any of
+    them) or ``{"function": {"name": ...}}`` (one call of that tool). The arguments follow the
+    tool's schema, closed and bounded by :func:`_bounded`, then the closing tag ends the reply.
+    Strings share what ``max_tokens`` leaves after ``CALL_OVERHEAD_TOKENS``, so a call of
+    ASCII text closes within the limit (a token holds at least one byte).
+    """
+    names = [tool["function"]["name"] for tool in tools]
+    parameters = [tool["function"].get("parameters") or {"type": "object", "properties": {}} for tool in tools]
+    spare = max(max_tokens - CALL_OVERHEAD_TOKENS, 1)
+    rules = [
+        f"args_{index}: %json {json.dumps({**_bounded(schema, min(MAX_STRING_CHARS, max(spare // max(_string_fields(schema), 1), 1))), 'x-guidance': _JSON_STYLE})}"
+        for index, schema in enumerate(parameters)
+    ]
+    closing = _lark_string("}\n</tool_call>")
+    if tool_choice == "required":  # the prefix ends with the name's opening quote
+        after_name = '", "arguments": '
+        calls = [f"{_lark_string(name + after_name)} args_{index} {closing}" for index, name in enumerate(names)]
+        return "\n".join(["start: " + " | ".join(calls), *rules])
+    name = tool_choice["function"]["name"]
+    if name not in names:
+        raise ValueError(f"tool_choice names {name!r}, which is not among the bound tools {names}")
+    # The prefix ends with '"arguments":'.
+    return "\n".join([f'start: " " args_{names.index(name)} {closing}', rules[names.index(name)]])
+
+
+class GrammarTokenizer:
+    """llguidance's view of a transformers tokenizer, built once per engine (about 0.3 s)."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int):
+        import llguidance.hf
+
+        self.ll_tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size)
+
+    def constraint(self, grammar: str, end_tokens: Sequence[int]) -> TokenConstraint:
+        """A fresh constraint following ``grammar`` (a Lark grammar), then one of ``end_tokens``;
+        a bad grammar raises ``ValueError``."""
+        import llguidance
+
+        matcher = llguidance.LLMatcher(self.ll_tokenizer, llguidance.LLMatcher.grammar_from_lark(grammar))
+        if matcher.is_error():
+            raise ValueError(f"invalid grammar: {matcher.get_error()}")
+        return TokenConstraint(matcher, tuple(end_tokens))
+
+
+class TokenConstraint:
+    """One row's grammar state: which tokens may come next.
+
+    Once the grammar is complete only an end-of-sequence token may follow, so the reply
+    ends the way the model ends every reply (a trainer learns to emit it).
+    """
+
+    def __init__(self, matcher: Any, end_tokens: tuple[int, ...]):
+        self.matcher, self.end_tokens = matcher, end_tokens
+
+    @property
+    def finished(self) -> bool:
+        """Whether the grammar is complete: nothing but an end token may follow."""
+        return self.matcher.is_stopped()
+
+    def advance(self, token: int) -> None:
+        """Consume the token chosen; a token the mask did not allow is a bug, so it raises."""
+        if self.finished and token in self.end_tokens:
+            return
+        if not self.matcher.consume_token(token):
+            raise RuntimeError(f"token {token} broke the grammar: {self.matcher.get_error()}")
+
+
+def mask_logits(logits: Any, constraints: Sequence[TokenConstraint | None]) -> Any:
+    """``logits`` (rows, vocabulary) with what each row's constraint forbids set to -inf.
+
+    A masked copy when a row is constrained; ``logits`` itself, untouched, when none is.
+    """
+    rows = [index for index, constraint in enumerate(constraints) if constraint is not None]
+    if not rows:
+        return logits
+    import llguidance.torch
+
+    bitmask = llguidance.torch.allocate_token_bitmask(len(rows), logits.shape[-1])
+    for slot, row in enumerate(rows):
+        if not constraints[row].finished:
+            llguidance.torch.fill_next_token_bitmask(constraints[row].matcher, bitmask, slot)
+    masked, constrained = logits.clone(), logits[rows]
+    llguidance.torch.apply_token_bitmask_inplace(constrained, bitmask)
+    for slot, row in enumerate(rows):
+        if constraints[row].finished:  # only an end token may follow a complete grammar
+            ends = list(constraints[row].end_tokens)
+            kept = constrained[slot, ends].clone()
+            constrained[slot] = float("-inf")
+            constrained[slot, ends] = kept
+    masked[rows] = constrained
+    return masked
+
+
+__all__ = ["GrammarTokenizer", "TokenConstraint", "forced_call_grammar", "mask_logits"]
