@@ -102,3 +102,20 @@ def test_forced_calls_of_the_real_model_all_validate_and_free_rows_are_untouched
         # The forced prefix is prompt, not completion: a trainer's rows keep what the model generated.
         prompt = greedy_model.tokenizer.decode(reply.response_metadata["prompt_token_ids"])
         assert prompt.endswith(forced_reply_prefix(bound.kwargs["tool_choice"]))
+
+
+@pytest.mark.embedded
+def test_structured_output_of_the_real_model_always_parses(greedy_model):
+    """LangChain's ``with_structured_output`` binds the schema as a forced tool: decoded under its grammar."""
+    from pydantic import BaseModel, Field
+
+    class Answer(BaseModel):
+        """The answer to the question."""
+
+        answer: str = Field(description="a short answer")
+        confidence: Literal["low", "high"]
+
+    structured = greedy_model.with_structured_output(Answer, include_raw=True)
+    for question in ["What is the capital of France?", "How many legs does a spider have?", "Name a fruit."]:
+        result = structured.invoke(question, max_tokens=64)
+        assert result["parsing_error"] is None and isinstance(result["parsed"], Answer), result
