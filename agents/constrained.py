@@ -77,22 +77,23 @@ def forced_call_grammar(tools: Sequence[dict[str, Any]], tool_choice: Any, max_t
     ASCII text closes within the limit (a token holds at least one byte).
     """
     names = [tool["function"]["name"] for tool in tools]
-    parameters = [tool["function"].get("parameters") or {"type": "object", "properties": {}} for tool in tools]
-    spare = max(max_tokens - CALL_OVERHEAD_TOKENS, 1)
-    rules = [
-        f"args_{index}: %json {json.dumps({**_bounded(schema, min(MAX_STRING_CHARS, max(spare // max(_string_fields(schema), 1), 1))), 'x-guidance': _JSON_STYLE})}"
-        for index, schema in enumerate(parameters)
-    ]
     closing = _lark_string("}\n</tool_call>")
     if tool_choice == "required":  # the prefix ends with the name's opening quote
         after_name = '", "arguments": '
         calls = [f"{_lark_string(name + after_name)} args_{index} {closing}" for index, name in enumerate(names)]
-        return "\n".join(["start: " + " | ".join(calls), *rules])
+        return "\n".join(["start: " + " | ".join(calls), *(_arguments_rule(i, tool, max_tokens) for i, tool in enumerate(tools))])
     name = tool_choice["function"]["name"]
     if name not in names:
         raise ValueError(f"tool_choice names {name!r}, which is not among the bound tools {names}")
-    # The prefix ends with '"arguments":'.
-    return "\n".join([f'start: " " args_{names.index(name)} {closing}', rules[names.index(name)]])
+    index = names.index(name)  # the prefix ends with '"arguments":'
+    return "\n".join([f'start: " " args_{index} {closing}', _arguments_rule(index, tools[index], max_tokens)])
+
+
+def _arguments_rule(index: int, tool: dict[str, Any], max_tokens: int) -> str:
+    """The rule ``args_<index>``: the tool's arguments as bounded JSON, its strings sharing what the call leaves."""
+    schema = tool["function"].get("parameters") or {"type": "object", "properties": {}}
+    max_string = min(MAX_STRING_CHARS, max((max_tokens - CALL_OVERHEAD_TOKENS) // max(_string_fields(schema), 1), 1))
+    return f"args_{index}: %json {json.dumps({**_bounded(schema, max_string), 'x-guidance': _JSON_STYLE})}"
 
 
 class GrammarTokenizer:
