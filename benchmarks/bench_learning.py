@@ -24,8 +24,9 @@ mean ± sd across runs beside each run's paired error. Results:
 ``benchmarks/results/bench_learning_<split>.json`` (every run, and the summary across runs),
 each run's ``result.json`` and reward curve under its output directory, the first run's curve
 with the temperature curriculum marked in ``benchmarks/figures/learning_reward_curve.png``.
-Interrupted runs resume: each run's "before" evaluation is kept in its ``before.json`` and
-training continues from its last checkpoint.
+Interrupted runs resume: a finished run's ``result.json`` is kept when its settings match,
+each run's "before" evaluation is kept in its ``before.json``, and training continues from
+its last checkpoint.
 """
 
 from __future__ import annotations
@@ -134,6 +135,23 @@ def _kept_or_new_before(path: Path, settings: dict, measure: Any) -> dict:
     return before
 
 
+def kept_result(path: Path, settings: dict, training: dict, phases: list[tuple[float, int]]) -> dict | None:
+    """The finished run at ``path`` when it was measured with these settings, training and phases; else None.
+
+    >>> kept_result(Path("/nonexistent/result.json"), {}, {}, []) is None
+    True
+    """
+    if not path.is_file():
+        return None
+    result = json.loads(path.read_text())
+    same = (
+        {key: result["settings"].get(key) for key in settings} == settings
+        and result["training"] == training
+        and [(phase["temperature"], phase["max_steps"]) for phase in result["phases"]] == phases
+    )
+    return result if same else None
+
+
 def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir: Path, model: Any, tokenizer: Any) -> tuple[Any, list, list]:
     """Train every phase (resuming from checkpoints); the trained policy, its log and the phases."""
     from transformers.trainer_utils import get_last_checkpoint
@@ -184,6 +202,12 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     # What the "before" numbers depend on: a kept before.json must match this run.
     settings = {"split": args.split, **SPLITS[args.split], "eval_questions": args.eval_questions, "eval_samples": args.eval_samples,
                 **{key: getattr(config, key) for key in CONFIG_KEYS}}
+    training = {key: getattr(config, key) for key in TRAINING_KEYS}
+    planned = [(config.temperature, config.max_steps)] + ([(args.then_temperature, config.max_steps + args.then_steps)] if args.then_steps else [])
+    kept = kept_result(output_dir / "result.json", settings, training, planned)
+    if kept is not None:
+        print(f"finished run kept from {output_dir / 'result.json'}: changes {kept['changes_points']}", flush=True)
+        return kept
     before = _kept_or_new_before(output_dir / "before.json", settings, lambda: _evaluate(model, tokenizer, held_out, config, args.eval_samples))
     policy, log_history, phases = _train_phases(args, trainer_args, output_dir, model, tokenizer)
     print("after training:", flush=True)
@@ -194,7 +218,7 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     changes = {name: paired_gain(PolicyEvaluation.from_dict(before[name]), PolicyEvaluation.from_dict(after[name])) for name in after}
     result = {
         "settings": {**vars(args), **settings},
-        "training": {key: getattr(config, key) for key in TRAINING_KEYS},
+        "training": training,
         "phases": phases,
         "before": before,
         "after": after,

@@ -8,6 +8,7 @@ log-prob helper and loss) in seconds.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -615,6 +616,20 @@ def test_reward_curve_marks_a_temperature_change_and_smooths_noisy_batches(tmp_p
     assert plot_reward_curve([{"step": 1, "loss": 0.1}], tmp_path / "none.png") is None
     path = plot_reward_curve(with_phase_temperatures(log, phases), tmp_path / "curve.png")
     assert path.stat().st_size > 0
+
+
+def test_a_finished_learning_run_is_kept_only_when_it_was_measured_the_same_way(tmp_path):
+    from langgraph_memagent.benchmarks.bench_learning import kept_result
+
+    path = tmp_path / "result.json"
+    result = {"settings": {"split": "test", "seeds": [1, 2], "temperature": 0.7}, "training": {"seed": 1},
+              "phases": [{"temperature": 0.7, "max_steps": 16, "train_seconds": 3.0}], "changes_points": {"greedy": 1.0}}
+    path.write_text(json.dumps(result))
+    same = ({"split": "test", "temperature": 0.7}, {"seed": 1}, [(0.7, 16)])
+    assert kept_result(path, *same) == result
+    assert kept_result(path, {"split": "dev", "temperature": 0.7}, *same[1:]) is None
+    assert kept_result(path, same[0], {"seed": 2}, same[2]) is None
+    assert kept_result(path, *same[:2], [(0.7, 16), (1.0, 32)]) is None
 
 
 def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_model_dir, tiny_dataset, tmp_path):
