@@ -27,6 +27,9 @@ from typing import Any
 # forced to call, looped inside one string until its token limit cut the call).
 MAX_STRING_CHARS = 160
 MAX_ARRAY_ITEMS = 16
+# Calls one auto reply may make (SUMER's cap per turn), each with at least this many tokens.
+MAX_AUTO_CALLS = 5
+AUTO_CALL_TOKENS = 128
 # Tokens of a forced call besides its string values: the tool name, keys, punctuation, closing tag, EOS.
 CALL_OVERHEAD_TOKENS = 32
 # JSON written as json.dumps writes it (the tool prompt's own example), with no other whitespace.
@@ -67,6 +70,12 @@ def _string_fields(schema: Any) -> int:
     return int(schema.get("type") == "string") + sum(_string_fields(value) for value in schema.values())
 
 
+# A call in the tool prompt's Hermes format, after its opening tag (auto) or inside the forced prefix.
+_OPENING = "<tool_call>"
+_CALL_HEAD = '\n{"name": "'
+_CLOSING = _lark_string("}\n</tool_call>")
+
+
 def forced_call_grammar(tools: Sequence[dict[str, Any]], tool_choice: Any, max_tokens: int) -> str:
     """The Lark grammar of a reply forced to call a tool, from after ``forced_reply_prefix(tool_choice)``.
 
@@ -77,16 +86,54 @@ def forced_call_grammar(tools: Sequence[dict[str, Any]], tool_choice: Any, max_t
     ASCII text closes within the limit (a token holds at least one byte).
     """
     names = [tool["function"]["name"] for tool in tools]
-    closing = _lark_string("}\n</tool_call>")
     if tool_choice == "required":  # the prefix ends with the name's opening quote
-        after_name = '", "arguments": '
-        calls = [f"{_lark_string(name + after_name)} args_{index} {closing}" for index, name in enumerate(names)]
-        return "\n".join(["start: " + " | ".join(calls), *(_arguments_rule(i, tool, max_tokens) for i, tool in enumerate(tools))])
+        return "\n".join(["start: named_call", *_call_rules(tools, max_tokens)])
     name = tool_choice["function"]["name"]
     if name not in names:
         raise ValueError(f"tool_choice names {name!r}, which is not among the bound tools {names}")
     index = names.index(name)  # the prefix ends with '"arguments":'
-    return "\n".join([f'start: " " args_{index} {closing}', _arguments_rule(index, tools[index], max_tokens)])
+    return "\n".join([f'start: " " args_{index} {_CLOSING}', _arguments_rule(index, tools[index], max_tokens)])
+
+
+def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
+    r"""The Lark grammar of a reply that may call tools (``tool_choice="auto"``).
+
+    Text is free, except that it never writes a call outside the ``<tool_call>`` tag (no
+    ``{"name"``). Once the reply opens ``<tool_call>`` each call is one of ``tools`` with
+    arguments that follow its schema (as in :func:`forced_call_grammar`), and calls may follow
+    one another, one per line, until the reply ends.
+
+    Every call that opens must close within ``max_tokens``: text before the first call is
+    at most half of them (in characters, so a token of at least one character fits),
+    and the rest is shared by up to ``MAX_AUTO_CALLS`` calls of at least
+    ``AUTO_CALL_TOKENS`` tokens each, whose strings are bounded accordingly.
+
+    >>> tools = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}]
+    >>> print("\n".join(auto_call_grammar(tools, max_tokens=256).splitlines()[:5]))
+    start: FREE | opening call ("\n<tool_call>" call){0,0}
+    FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|\{\s*"name")(?s:.*)/
+    PREAMBLE: /(?s:.{0,128})/ & ~/(?s:.*)(<tool_call>|\{\s*"name")(?s:.*)/
+    opening[lazy]: PREAMBLE "<tool_call>"
+    call: "\n{\"name\": \"" named_call
+    """
+    preamble = max_tokens // 2
+    calls = max(1, min(MAX_AUTO_CALLS, (max_tokens - preamble) // AUTO_CALL_TOKENS))
+    without_calls = '& ~/(?s:.*)(<tool_call>|\\{\\s*"name")(?s:.*)/'
+    return "\n".join([
+        "start: FREE | opening call" + (f" ({_lark_string(chr(10) + _OPENING)} call){{0,{calls - 1}}}" if calls > 1 else ""),
+        f"FREE: /(?s:.*)/ {without_calls}",
+        f"PREAMBLE: /(?s:.{{0,{preamble}}})/ {without_calls}",
+        f"opening[lazy]: PREAMBLE {_lark_string(_OPENING)}",
+        f"call: {_lark_string(_CALL_HEAD)} named_call",
+        *_call_rules(tools, (max_tokens - preamble) // calls),
+    ])
+
+
+def _call_rules(tools: Sequence[dict[str, Any]], max_tokens: int) -> list[str]:
+    """The rule ``named_call`` (from the name's opening quote: any tool's name, its arguments, the closing tag) and its helpers."""
+    after_name = '", "arguments": '
+    calls = [f"{_lark_string(tool['function']['name'] + after_name)} args_{index} {_CLOSING}" for index, tool in enumerate(tools)]
+    return ["named_call: " + " | ".join(calls), *(_arguments_rule(index, tool, max_tokens) for index, tool in enumerate(tools))]
 
 
 def _arguments_rule(index: int, tool: dict[str, Any], max_tokens: int) -> str:
@@ -164,4 +211,4 @@ def mask_logits(logits: Any, constraints: Sequence[TokenConstraint | None]) -> A
     return masked
 
 
-__all__ = ["GrammarTokenizer", "TokenConstraint", "forced_call_grammar", "mask_logits"]
+__all__ = ["GrammarTokenizer", "TokenConstraint", "auto_call_grammar", "forced_call_grammar", "mask_logits"]

@@ -29,8 +29,11 @@ readable error; the markup never stays in the reply's text.
   arguments), so the model can only continue a call. This prefill is part of the prompt
   (the recorded prompt token ids include it) and of the parsed text. It needs the Hermes
   ``<tool_call>`` format: a native template with another format refuses these values
-  rather than ignoring them. :meth:`ToolTurn.grammar` is the rest of such a call as a
-  grammar; the local engine decodes under it (:mod:`.constrained`), so the call is valid.
+  rather than ignoring them.
+
+:meth:`ToolTurn.grammar` is what the reply must follow: the rest of a forced call, or with
+``"auto"`` free text until the model opens a ``<tool_call>``, then valid calls. The local
+engine decodes under it (:mod:`.constrained`), so every call it writes is valid.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.messages.tool import tool_call as make_tool_call
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .constrained import forced_call_grammar
+from .constrained import auto_call_grammar, forced_call_grammar
 
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
@@ -514,17 +517,26 @@ class ToolTurn:
 
     ``tool_names`` is ``None`` when no tools were bound (the reply is plain text), else the
     names a call may use (empty with ``tool_choice="none"``: every call is then invalid).
-    ``forced`` holds the tools and the choice of a forced call, for backends that constrain
-    decoding to it (:meth:`grammar`).
+    ``tools`` are the tools offered (none with ``tool_choice="none"``) and ``choice`` the
+    normalized ``tool_choice``, for backends that constrain decoding (:meth:`grammar`).
     """
 
     prompt: ChatPrompt
     tool_names: tuple[str, ...] | None = None
-    forced: tuple[tuple[dict[str, Any], ...], ToolChoice] | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    choice: ToolChoice | None = None
 
     def grammar(self, max_tokens: int) -> str | None:
-        """What the rest of a forced call must follow within ``max_tokens`` (:func:`.constrained.forced_call_grammar`); ``None`` when the reply is free."""
-        return None if self.forced is None else forced_call_grammar(*self.forced, max_tokens=max_tokens)
+        """What the reply must follow within ``max_tokens``; ``None`` when it is free (no tools offered).
+
+        The rest of a forced call (:func:`.constrained.forced_call_grammar`) when the prompt
+        ends with its prefix, else text that may open calls (:func:`.constrained.auto_call_grammar`).
+        """
+        if not self.tools:
+            return None
+        if self.prompt.reply_prefix:
+            return forced_call_grammar(self.tools, self.choice, max_tokens=max_tokens)
+        return auto_call_grammar(self.tools, max_tokens=max_tokens)
 
     def read(self, completion: str) -> ParsedReply:
         """The reply's text and tool calls; call ids hash the prompt, so a repeated call in a later turn gets a new id."""
@@ -550,8 +562,9 @@ def prepare_turn(tokenizer: Any, messages: Sequence[BaseMessage], call_options: 
     prompt = render_chat_prompt(tokenizer, messages, tools=tools, tool_choice=choice)
     if not tools:
         return ToolTurn(prompt)
-    forced = (tuple(tools), choice) if prompt.reply_prefix else None
-    return ToolTurn(prompt, () if choice == "none" else tuple(names), forced)
+    if choice == "none":
+        return ToolTurn(prompt, ())
+    return ToolTurn(prompt, tuple(names), tuple(tools), choice)
 
 
 def bind_local_tools(model: Any, tools: Sequence[Any], tool_choice: Any, **kwargs: Any) -> Any:

@@ -6,9 +6,11 @@ Two measurements, one run:
   replies to ``--rows`` concurrent prompts free and under a grammar that admits any text,
   interleaved round by round. The tokens are identical (checked), so the time difference
   is the masking itself at that batch size.
-* ``forced_call``: the per-step cost of the forced tool-call grammar (JSON arguments under
-  a schema) alone: mask and advance, teacher-forced through a valid call, for 1 and
-  ``--rows`` constrained rows, beside the same with no row constrained.
+* ``forced_call`` and ``auto_text``: the per-step cost of a grammar alone (mask and
+  advance, teacher-forced, for 1 and ``--rows`` constrained rows, beside the same with no
+  row constrained): the forced tool-call grammar (JSON arguments under a schema) through a
+  valid call, and the ``tool_choice="auto"`` grammar through a reply of prose, which is
+  what a row with tools bound pays while it does not call.
 
 Results: ``benchmarks/results/bench_constrained.json``.
 
@@ -67,36 +69,43 @@ def measure_engine(rows: int, rounds: int, max_tokens: int) -> dict[str, Any]:
             "overhead_ms_per_step": grammar - free, "rounds_ms_per_step": times}
 
 
-def measure_forced_call(rows: int, rounds: int) -> dict[str, Any]:
-    """Mask-and-advance milliseconds per step of the forced-call grammar, teacher-forced through a valid call."""
-    import torch
+TOOLS = [
+    {"type": "function", "function": {"name": "search_memory", "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "top_k": {"type": "integer"}}, "required": ["query"]}}},
+    {"type": "function", "function": {"name": "submit_answer", "parameters": {"type": "object", "properties": {"answer": {"type": "string"}, "confidence": {"enum": ["low", "high"], "type": "string"}}, "required": ["answer", "confidence"]}}},
+]
+PROSE_REPLY = "The support group met on a Sunday in May. Caroline went with a friend and said afterwards that it had helped her a lot."
 
-    from langgraph_memagent.agents.constrained import GrammarTokenizer, forced_call_grammar, mask_logits
-    from langgraph_memagent.agents.embedded import embedded_model_dir
+
+def measure_masking(rows: int, rounds: int) -> dict[str, dict[str, Any]]:
+    """Mask-and-advance milliseconds per step of the forced-call and auto grammars, teacher-forced through a reply."""
+    import torch
     from transformers import AutoTokenizer
+
+    from langgraph_memagent.agents.constrained import GrammarTokenizer, auto_call_grammar, forced_call_grammar, mask_logits
+    from langgraph_memagent.agents.embedded import embedded_model_dir
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
     grammars = GrammarTokenizer(tokenizer, len(tokenizer))
-    tools = [
-        {"type": "function", "function": {"name": "search_memory", "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "top_k": {"type": "integer"}}, "required": ["query"]}}},
-        {"type": "function", "function": {"name": "submit_answer", "parameters": {"type": "object", "properties": {"answer": {"type": "string"}, "confidence": {"enum": ["low", "high"], "type": "string"}}, "required": ["answer", "confidence"]}}},
-    ]
-    grammar = forced_call_grammar(tools, "required", max_tokens=256)
-    reply = tokenizer.encode(FORCED_REPLY, add_special_tokens=False)
     logits = torch.randn(rows, len(tokenizer))
-    result = {"steps": len(reply)}
-    for constrained in (0, 1, rows):
-        per_step = []
-        for _ in range(rounds):
-            constraints = [grammars.constraint(grammar, [tokenizer.eos_token_id]) if row < constrained else None for row in range(rows)]
-            started = time.perf_counter()
-            for token in reply:
-                mask_logits(logits, constraints)
-                for constraint in constraints[:constrained]:
-                    constraint.advance(token)
-            per_step.append(1000 * (time.perf_counter() - started) / len(reply))
-        result[f"ms_per_step_{constrained}_of_{rows}_rows"] = statistics.median(per_step)
-    return result
+    cases = {"forced_call": (forced_call_grammar(TOOLS, "required", max_tokens=256), FORCED_REPLY),
+             "auto_text": (auto_call_grammar(TOOLS, max_tokens=256), PROSE_REPLY)}
+    results = {}
+    for name, (grammar, text) in cases.items():
+        reply = tokenizer.encode(text, add_special_tokens=False)
+        result = {"steps": len(reply)}
+        for constrained in (0, 1, rows):
+            per_step = []
+            for _ in range(rounds):
+                constraints = [grammars.constraint(grammar, [tokenizer.eos_token_id]) if row < constrained else None for row in range(rows)]
+                started = time.perf_counter()
+                for token in reply:
+                    mask_logits(logits, constraints)
+                    for constraint in constraints[:constrained]:
+                        constraint.advance(token)
+                per_step.append(1000 * (time.perf_counter() - started) / len(reply))
+            result[f"ms_per_step_{constrained}_of_{rows}_rows"] = statistics.median(per_step)
+        results[name] = result
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     engine = measure_engine(args.rows, args.rounds, args.max_tokens)
     print(f"engine, {args.rows} rows ({engine['decode_path']}): {engine['ms_per_step_free']:.1f} ms/step free, "
           f"{engine['ms_per_step_grammar']:.1f} ms/step under a grammar (+{engine['overhead_ms_per_step']:.2f} ms)")
-    forced = measure_forced_call(args.rows, args.rounds)
-    print("forced-call grammar, mask + advance: " + ", ".join(f"{key[12:]}: {value:.2f} ms" for key, value in forced.items() if key.startswith("ms_")))
-    write_result(NAME, {"engine": engine, "forced_call": forced, "other_cpu_cores": load.cores()})
+    masking = measure_masking(args.rows, args.rounds)
+    for name, result in masking.items():
+        print(f"{name} grammar, mask + advance: " + ", ".join(f"{key[12:]}: {value:.2f} ms" for key, value in result.items() if key.startswith("ms_")))
+    write_result(NAME, {"engine": engine, **masking, "other_cpu_cores": load.cores()})
     print(f"other load {load.cores():.2f} cores")
     return 0
 

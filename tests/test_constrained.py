@@ -12,7 +12,7 @@ import pytest
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langgraph_memagent.agents.constrained import GrammarTokenizer, forced_call_grammar
+from langgraph_memagent.agents.constrained import GrammarTokenizer, auto_call_grammar, forced_call_grammar
 from langgraph_memagent.agents.tool_calling import forced_reply_prefix, normalize_tool_choice
 
 
@@ -46,11 +46,14 @@ def grammar_tokenizer(embedded_model_dir):
 
 
 def _accepts(grammar_tokenizer, grammar: str, reply: str) -> bool:
-    """Whether the grammar takes all of ``reply`` (tokenized as the model would write it) and is then complete."""
+    """Whether the grammar takes all of ``reply`` (tokenized as the model would write it) and may then end."""
     tokenizer, grammars = grammar_tokenizer
     constraint = grammars.constraint(grammar, [tokenizer.eos_token_id])
     tokens = tokenizer.encode(reply, add_special_tokens=False)
-    return constraint.matcher.try_consume_tokens(tokens) == len(tokens) and constraint.finished
+    return constraint.matcher.try_consume_tokens(tokens) == len(tokens) and constraint.matcher.is_accepting()
+
+
+CALL = '<tool_call>\n{"name": "search_memory", "arguments": {"query": "support group"}}\n</tool_call>'
 
 
 @pytest.mark.embedded
@@ -72,6 +75,38 @@ def _accepts(grammar_tokenizer, grammar: str, reply: str) -> bool:
 def test_forced_call_grammar_takes_exactly_the_valid_calls(grammar_tokenizer, choice, reply, accepted):
     grammar = forced_call_grammar(TOOLS, normalize_tool_choice(choice, ["search_memory", "submit_answer"]), max_tokens=256)
     assert _accepts(grammar_tokenizer, grammar, reply) is accepted
+
+
+@pytest.mark.embedded
+@pytest.mark.parametrize(
+    ("reply", "accepted"),
+    [
+        ("The support group met in May.", True),  # no call: free text
+        ("Let me look that up." + CALL, True),
+        (CALL + "\n" + CALL, True),  # two calls, one per line (a 512-token reply may make three)
+        ("\n".join([CALL] * 4), False),  # more calls than fit in 512 tokens
+        ("<tool_call> I will search.", False),  # an opened call must go on as a call
+        ('<tool_call>\n{"name": "lookup", "arguments": {}}\n</tool_call>', False),  # no such tool
+        ('<tool_call>\n{"name": "search_memory", "arguments": {"top_k": 3}}\n</tool_call>', False),  # "query" missing
+        (CALL + " Done.", False),  # nothing but another call after a call
+        ('Calling {"name": "search_memory", "arguments": {"query": "x"}}', False),  # a call outside the tag
+        ("x" * 300 + CALL, False),  # a call opened too late to close within the reply's tokens
+    ],
+)
+def test_auto_call_grammar_leaves_text_free_and_constrains_calls_once_opened(grammar_tokenizer, reply, accepted):
+    assert _accepts(grammar_tokenizer, auto_call_grammar(TOOLS, max_tokens=512), reply) is accepted
+
+
+@pytest.mark.embedded
+def test_auto_tool_choice_calls_of_the_real_model_all_validate(greedy_model):
+    """With ``tool_choice="auto"`` the model decides whether to call; every call it opens validates."""
+    bound = greedy_model.bind_tools([search_memory, submit_answer])
+    replies = bound.batch([f"Use the search_memory tool to answer: {question}" for question in QUESTIONS], max_tokens=256)
+    assert all(reply.invalid_tool_calls == [] for reply in replies), [reply.invalid_tool_calls for reply in replies]
+    calls = [call for reply in replies for call in reply.tool_calls]
+    assert calls  # the greedy model opens calls for some of these questions
+    for call in calls:
+        search_memory.args_schema.model_validate(call["args"])
 
 
 @pytest.mark.embedded
