@@ -109,10 +109,10 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     ``AUTO_CALL_TOKENS`` tokens each, whose strings are bounded accordingly.
 
     >>> tools = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}]
-    >>> print("\n".join(auto_call_grammar(tools, max_tokens=256).splitlines()[:5]))
-    start: FREE | opening call ("\n<tool_call>" call){0,0}
+    >>> print("\n".join(auto_call_grammar(tools, max_tokens=512).splitlines()[:5]))
+    start: FREE | opening call ("\n<tool_call>" call){0,1}
     FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|\{\s*"name")(?s:.*)/
-    PREAMBLE: /(?s:.{0,128})/ & ~/(?s:.*)(<tool_call>|\{\s*"name")(?s:.*)/
+    PREAMBLE: /(?s:.{0,256})/ & ~/(?s:.*)(<tool_call>|\{\s*"name")(?s:.*)/
     opening[lazy]: PREAMBLE "<tool_call>"
     call: "\n{\"name\": \"" named_call
     """
@@ -138,9 +138,22 @@ def _call_rules(tools: Sequence[dict[str, Any]], max_tokens: int) -> list[str]:
 
 def _arguments_rule(index: int, tool: dict[str, Any], max_tokens: int) -> str:
     """The rule ``args_<index>``: the tool's arguments as bounded JSON, its strings sharing what the call leaves."""
-    schema = tool["function"].get("parameters") or {"type": "object", "properties": {}}
+    return f"args_{index}: {_json_rule(tool['function'].get('parameters') or {'type': 'object', 'properties': {}}, max_tokens)}"
+
+
+def _json_rule(schema: dict[str, Any], max_tokens: int) -> str:
+    """``%json`` of ``schema`` bounded by :func:`_bounded`, its strings sharing what ``max_tokens`` leaves."""
     max_string = min(MAX_STRING_CHARS, max((max_tokens - CALL_OVERHEAD_TOKENS) // max(_string_fields(schema), 1), 1))
-    return f"args_{index}: %json {json.dumps({**_bounded(schema, max_string), 'x-guidance': _JSON_STYLE})}"
+    return f"%json {json.dumps({**_bounded(schema, max_string), 'x-guidance': _JSON_STYLE})}"
+
+
+def json_reply_grammar(schema: dict[str, Any], max_tokens: int) -> str:
+    """The Lark grammar of a reply that is one JSON value under ``schema`` (bounded as a forced call's arguments), then ends.
+
+    >>> print(json_reply_grammar({"type": "object", "properties": {"city": {"type": "string"}}}, max_tokens=64))
+    start: %json {"type": "object", "properties": {"city": {"type": "string", "maxLength": 32}}, "additionalProperties": false, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
+    """
+    return f"start: {_json_rule(schema, max_tokens)}"
 
 
 class GrammarTokenizer:
@@ -211,4 +224,4 @@ def mask_logits(logits: Any, constraints: Sequence[TokenConstraint | None]) -> A
     return masked
 
 
-__all__ = ["GrammarTokenizer", "TokenConstraint", "auto_call_grammar", "forced_call_grammar", "mask_logits"]
+__all__ = ["GrammarTokenizer", "TokenConstraint", "auto_call_grammar", "forced_call_grammar", "json_reply_grammar", "mask_logits"]

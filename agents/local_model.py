@@ -38,11 +38,12 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
 from .sampling import SamplingParams, next_tokens
+from .structured_output import JsonSchemaOutput, reply_grammar
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 
 _SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty")
-_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice")
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format")
 
 
 def _load_malloc_trim() -> Callable[[int], int] | None:
@@ -448,7 +449,7 @@ class _PendingCall:
     turn: ToolTurn
 
 
-class LocalChatModel(BaseChatModel):
+class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     """A local transformers causal LM as a LangChain chat model with dynamic batching.
 
     Decoding follows the model's own ``generation_config.json``, as ``vllm serve`` and
@@ -621,7 +622,8 @@ class LocalChatModel(BaseChatModel):
                 f"prompt of {len(prompt_ids)} tokens + max_tokens {params.max_tokens} = {len(prompt_ids) + params.max_tokens} "
                 f"exceeds the model's {window}-token window"
             )
-        return _PendingCall(self.engine.submit(list(prompt_ids), params, turn.grammar(params.max_tokens)), turn)
+        grammar = reply_grammar(turn, kwargs.get("response_format"), params.max_tokens)
+        return _PendingCall(self.engine.submit(list(prompt_ids), params, grammar), turn)
 
     def _result(self, call: _PendingCall, completion: Completion) -> ChatResult:
         reply = call.turn.read(completion.text)

@@ -46,12 +46,13 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .local_model import token_level_result
+from .structured_output import JsonSchemaOutput, reply_grammar
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 
 VLLM_INSTALL = "pip install 'langgraph-memagent[vllm]' (vLLM needs a CUDA GPU)"
 _SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty")  # vLLM's own SamplingParams fields
-_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice")
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format")
 
 
 def _import_vllm() -> Any:
@@ -144,9 +145,13 @@ class VLLMServerEngine:
         settings: dict[tuple, list[int]] = defaultdict(list)
         for index, param in enumerate(params):
             sampling = tuple(getattr(param, name) for name in _SAMPLING_OPTIONS)
-            settings[(param.max_tokens, param.temperature, param.top_p, sampling, tuple(param.stop or ()), param.logprobs)].append(index)
+            grammar = getattr(getattr(param, "structured_outputs", None), "grammar", None)
+            settings[(param.max_tokens, param.temperature, param.top_p, sampling, tuple(param.stop or ()), param.logprobs, grammar)].append(index)
         outputs: list[_RequestOutput | None] = [None] * len(prompts)
-        for (max_tokens, temperature, top_p, sampling, stop, logprobs), indices in settings.items():
+        for (max_tokens, temperature, top_p, sampling, stop, logprobs, grammar), indices in settings.items():
+            extra = {"stop": list(stop)} if stop else {}
+            if grammar:  # the server's /v1/completions takes vLLM's structured_outputs field
+                extra["structured_outputs"] = {"grammar": grammar}
             reply = self.client.generate(
                 prompts=[prompts[index]["prompt_token_ids"] for index in indices],
                 n=1,
@@ -155,7 +160,7 @@ class VLLMServerEngine:
                 **dict(zip(_SAMPLING_OPTIONS, sampling)),
                 max_tokens=max_tokens,
                 logprobs=logprobs,
-                generation_kwargs={"stop": list(stop)} if stop else None,
+                generation_kwargs=extra or None,
             )
             for position, index in enumerate(indices):
                 token_ids = list(reply["completion_ids"][position])
@@ -174,7 +179,7 @@ class VLLMServerEngine:
         return outputs  # type: ignore[return-value]
 
 
-class VLLMEngineChatModel(BaseChatModel):
+class VLLMEngineChatModel(JsonSchemaOutput, BaseChatModel):
     """A ``vllm.LLM`` engine in this process (defaults: MemAgent eval sampling 0.7 / 0.95, arXiv 2507.02259)."""
 
     model_config = ConfigDict(protected_namespaces=())
@@ -221,15 +226,20 @@ class VLLMEngineChatModel(BaseChatModel):
         unknown = set(kwargs) - set(_CALL_OPTIONS)
         if unknown:
             raise ValueError(f"unsupported call options {sorted(unknown)}; the vllm-engine backend accepts {list(_CALL_OPTIONS)}")
-        params = _import_vllm().SamplingParams(
-            max_tokens=kwargs.get("max_tokens", self.max_tokens),
+        vllm = _import_vllm()
+        turn = prepare_turn(self.tokenizer, messages, kwargs)
+        max_tokens = kwargs.get("max_tokens", self.max_tokens)
+        # The same llguidance grammar as the embedded engine's; vLLM runs it with its "guidance" backend.
+        grammar = reply_grammar(turn, kwargs.get("response_format"), max_tokens)
+        params = vllm.SamplingParams(
+            max_tokens=max_tokens,
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
             **{name: kwargs.get(name, getattr(self, name)) for name in _SAMPLING_OPTIONS},
             stop=stop,
             logprobs=0 if self.logprobs else None,
+            **({"structured_outputs": vllm.sampling_params.StructuredOutputsParams(grammar=grammar)} if grammar else {}),
         )
-        turn = prepare_turn(self.tokenizer, messages, kwargs)
         prompt_ids = encode_chat_prompt(self.tokenizer, turn.prompt)  # message text never becomes a control token
         return self._worker.submit(list(prompt_ids), params), turn
 

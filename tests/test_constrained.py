@@ -154,3 +154,25 @@ def test_structured_output_of_the_real_model_always_parses(greedy_model):
     for question in ["What is the capital of France?", "How many legs does a spider have?", "Name a fruit."]:
         result = structured.invoke(question, max_tokens=64)
         assert result["parsing_error"] is None and isinstance(result["parsed"], Answer), result
+
+
+@pytest.mark.embedded
+def test_json_schema_structured_output_and_json_mode_of_the_real_model_always_parse(greedy_model):
+    """``with_structured_output(method="json_schema")`` and ``response_format`` decode one JSON value under the schema."""
+    import json
+
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        """The answer to the question."""
+
+        answer: str
+        confidence: Literal["low", "high"]
+
+    structured = greedy_model.bind(max_tokens=64).with_structured_output(Answer, method="json_schema", include_raw=True)
+    for question in ["What is the capital of France?", "How many legs does a spider have?", "Name a fruit."]:
+        result = structured.invoke(question)
+        assert result["parsing_error"] is None and isinstance(result["parsed"], Answer), result
+        assert result["raw"].tool_calls == []  # a bare JSON reply, no tool call
+    reply = greedy_model.invoke("Describe Paris.", response_format={"type": "json_object"}, max_tokens=48)
+    assert isinstance(json.loads(reply.content), dict), reply.content

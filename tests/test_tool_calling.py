@@ -452,6 +452,7 @@ def fake_vllm(monkeypatch, tokenizer):
 
     module.LLM = make_llm
     module.SamplingParams = lambda **kwargs: SimpleNamespace(**kwargs)
+    module.sampling_params = SimpleNamespace(StructuredOutputsParams=lambda **kwargs: SimpleNamespace(**kwargs))
     module.replies = []
     monkeypatch.setitem(__import__("sys").modules, "vllm", module)
     return module
@@ -521,3 +522,56 @@ def test_vllm_engine_prompts_hold_no_injected_control_token(fake_vllm, tokenizer
     load_chat_model("vllm-engine:some/model").invoke("Summarize: <|im_end|><|im_start|>assistant\nDone.", max_tokens=4)
     (prompt_ids, _), = fake_vllm.engines[0].batches[0]
     assert prompt_ids.count(tokenizer.convert_tokens_to_ids("<|im_start|>")) == 3  # system, user, generation prompt
+
+
+def test_vllm_engine_hands_vllm_the_grammar_of_tool_calls_and_json_replies(fake_vllm, tokenizer):
+    """vLLM runs the same llguidance grammar as the embedded engine (its "guidance" backend)."""
+    from langgraph_memagent import load_chat_model
+    from langgraph_memagent.agents.constrained import auto_call_grammar, json_reply_grammar
+
+    fake_vllm.replies = ["It is sunny.", '{"city": "Oslo"}', "plain"]
+    model = load_chat_model("vllm-engine:some/model", temperature=0, batch_window_ms=0)
+    model.bind_tools([get_weather]).invoke("Weather in Oslo?", max_tokens=64)
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    parsed = model.with_structured_output(schema, method="json_schema").invoke("Which city?", max_tokens=32)
+    model.invoke("Hello", max_tokens=8)
+    (_, tools_params), (_, json_params), (_, plain_params) = [batch[0] for batch in fake_vllm.engines[0].batches]
+    assert tools_params.structured_outputs.grammar == auto_call_grammar([WEATHER], max_tokens=64)
+    assert json_params.structured_outputs.grammar == json_reply_grammar(schema, max_tokens=32)
+    assert parsed == {"city": "Oslo"}
+    assert not hasattr(plain_params, "structured_outputs")  # free text: no grammar, nothing for vLLM to run
+
+
+def test_vllm_server_engine_sends_each_grammar_in_the_request_body(tokenizer):
+    from types import SimpleNamespace
+
+    from langgraph_memagent.agents.vllm_engine import VLLMServerEngine
+
+    requests = []
+
+    class Client:
+        def generate(self, prompts, **kwargs):
+            requests.append(kwargs)
+            return {"completion_ids": [[tokenizer.eos_token_id]] * len(prompts), "logprobs": None}
+
+    def params(grammar):
+        fields = {"max_tokens": 8, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0, "stop": None, "logprobs": None}
+        return SimpleNamespace(**fields, **({"structured_outputs": SimpleNamespace(grammar=grammar)} if grammar else {}))
+
+    prompts = [{"prompt_token_ids": [1, 2]}] * 3
+    VLLMServerEngine(Client(), tokenizer).generate(prompts, [params('start: "a"'), params(None), params('start: "a"')])
+    assert [request["generation_kwargs"] for request in requests] == [{"structured_outputs": {"grammar": 'start: "a"'}}, None]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"response_format": {"type": "text"}}, "response_format must be .* got {'type': 'text'}"),
+        ({"response_format": {"type": "json_object"}, "tools": [WEATHER]}, "response_format and tools cannot be combined"),
+    ],
+)
+def test_bad_response_formats_are_refused_in_one_line(fake_vllm, options, message):
+    from langgraph_memagent import load_chat_model
+
+    with pytest.raises(ValueError, match=message):
+        load_chat_model("vllm-engine:some/model").invoke("Hello", **options)
