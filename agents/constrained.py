@@ -27,9 +27,9 @@ from typing import Any
 # forced to call, looped inside one string until its token limit cut the call).
 MAX_STRING_CHARS = 160
 MAX_ARRAY_ITEMS = 16
-# Calls one auto reply may make (SUMER's cap per turn), each with at least this many tokens.
-MAX_AUTO_CALLS = 5
-AUTO_CALL_TOKENS = 128
+# Calls one reply may make (SUMER's cap per turn), each with at least this many tokens.
+MAX_CALLS = 5
+CALL_TOKENS = 128
 # Tokens of a forced call besides its string values: the tool name, keys, punctuation, closing tag, EOS.
 CALL_OVERHEAD_TOKENS = 32
 # JSON written as json.dumps writes it (the tool prompt's own example), with no other whitespace.
@@ -79,15 +79,17 @@ _CLOSING = _lark_string("}\n</tool_call>")
 def forced_call_grammar(tools: Sequence[dict[str, Any]], tool_choice: Any, max_tokens: int) -> str:
     """The Lark grammar of a reply forced to call a tool, from after ``forced_reply_prefix(tool_choice)``.
 
-    ``tools`` are OpenAI tool schemas; ``tool_choice`` is ``"required"`` (one call of any of
-    them) or ``{"function": {"name": ...}}`` (one call of that tool). The arguments follow the
-    tool's schema, closed and bounded by :func:`_bounded`, then the closing tag ends the reply.
-    Strings share what ``max_tokens`` leaves after ``CALL_OVERHEAD_TOKENS``, so a call of
+    ``tools`` are OpenAI tool schemas; ``tool_choice`` is ``"required"`` (calls of any of
+    them, one per line: as many as :func:`_call_count` fits in ``max_tokens``) or
+    ``{"function": {"name": ...}}`` (one call of that tool). The arguments follow the tool's
+    schema, closed and bounded by :func:`_bounded`, then the closing tag ends the call.
+    Strings share what each call's tokens leave after ``CALL_OVERHEAD_TOKENS``, so a call of
     ASCII text closes within the limit (a token holds at least one byte).
     """
     names = [tool["function"]["name"] for tool in tools]
     if tool_choice == "required":  # the prefix ends with the name's opening quote
-        return "\n".join(["start: named_call", *_call_rules(tools, max_tokens)])
+        calls = _call_count(max_tokens)
+        return "\n".join([f"start: named_call{_more_calls(calls)}", *_call_rules(tools, max_tokens // calls)])
     name = tool_choice["function"]["name"]
     if name not in names:
         raise ValueError(f"tool_choice names {name!r}, which is not among the bound tools {names}")
@@ -105,8 +107,8 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
 
     Every call that opens must close within ``max_tokens``: text before the first call is
     at most half of them (in characters, so a token of at least one character fits),
-    and the rest is shared by up to ``MAX_AUTO_CALLS`` calls of at least
-    ``AUTO_CALL_TOKENS`` tokens each, whose strings are bounded accordingly.
+    and the rest is shared by the calls that fit (:func:`_call_count`), whose strings are
+    bounded accordingly.
 
     >>> tools = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}]
     >>> print("\n".join(auto_call_grammar(tools, max_tokens=512).splitlines()[:5]))
@@ -117,23 +119,32 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     call: "\n{\"name\": \"" named_call
     """
     preamble = max_tokens // 2
-    calls = max(1, min(MAX_AUTO_CALLS, (max_tokens - preamble) // AUTO_CALL_TOKENS))
+    calls = _call_count(max_tokens - preamble)
     without_calls = '& ~/(?s:.*)(<tool_call>|\\{\\s*"name")(?s:.*)/'
     return "\n".join([
-        "start: FREE | opening call" + (f" ({_lark_string(chr(10) + _OPENING)} call){{0,{calls - 1}}}" if calls > 1 else ""),
+        f"start: FREE | opening call{_more_calls(calls)}",
         f"FREE: /(?s:.*)/ {without_calls}",
         f"PREAMBLE: /(?s:.{{0,{preamble}}})/ {without_calls}",
         f"opening[lazy]: PREAMBLE {_lark_string(_OPENING)}",
-        f"call: {_lark_string(_CALL_HEAD)} named_call",
         *_call_rules(tools, (max_tokens - preamble) // calls),
     ])
 
 
+def _call_count(max_tokens: int) -> int:
+    """How many calls one reply may make in ``max_tokens``: ``CALL_TOKENS`` each, 1 to ``MAX_CALLS``."""
+    return max(1, min(MAX_CALLS, max_tokens // CALL_TOKENS))
+
+
+def _more_calls(calls: int) -> str:
+    """The grammar of up to ``calls - 1`` further calls, one per line."""
+    return f" ({_lark_string(chr(10) + _OPENING)} call){{0,{calls - 1}}}" if calls > 1 else ""
+
+
 def _call_rules(tools: Sequence[dict[str, Any]], max_tokens: int) -> list[str]:
-    """The rule ``named_call`` (from the name's opening quote: any tool's name, its arguments, the closing tag) and its helpers."""
+    """The rules ``call`` (after the opening tag) and ``named_call`` (from the name's opening quote: any tool's name, its arguments, the closing tag)."""
     after_name = '", "arguments": '
     calls = [f"{_lark_string(tool['function']['name'] + after_name)} args_{index} {_CLOSING}" for index, tool in enumerate(tools)]
-    return ["named_call: " + " | ".join(calls), *(_arguments_rule(index, tool, max_tokens) for index, tool in enumerate(tools))]
+    return [f"call: {_lark_string(_CALL_HEAD)} named_call", "named_call: " + " | ".join(calls), *(_arguments_rule(index, tool, max_tokens) for index, tool in enumerate(tools))]
 
 
 def _arguments_rule(index: int, tool: dict[str, Any], max_tokens: int) -> str:

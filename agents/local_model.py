@@ -503,6 +503,9 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     )
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")
+    default_tool_choice: str | None = Field(
+        None, description="tool_choice of bind_tools calls that set none (None: 'auto'); 'required' makes a small model call tools inside libraries (LangMem)."
+    )
 
     _engine: BatchedGenerator | None = PrivateAttr(default=None)
 
@@ -597,7 +600,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         offered; ``"required"``/``"any"`` or a tool's name start the reply with a tool call
         (see :mod:`langgraph_memagent.agents.tool_calling`).
         """
-        return bind_local_tools(self, tools, tool_choice, **kwargs)
+        return bind_local_tools(self, tools, self.default_tool_choice if tool_choice is None else tool_choice, **kwargs)
 
     def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _PendingCall:
         unknown = set(kwargs) - set(_CALL_OPTIONS)

@@ -6,7 +6,7 @@ comparison harness, the trainer's rollouts and the graphs ``langgraph dev`` serv
 graph is its own module, one :func:`register_graph` line and its tests.
 
 >>> sorted(GRAPHS)
-['agemem', 'full_context', 'memagent', 'rag', 'sumer']
+['agemem', 'full_context', 'langmem', 'memagent', 'rag', 'sumer']
 >>> build_graph("memagent", load_chat_model("vllm:m", base_url="http://127.0.0.1:8000/v1"),
 ...             GraphOptions(chunk_tokens=2000), "tiktoken:gpt2").memagent_config.chunk_tokens  # doctest: +SKIP
 2000
@@ -23,6 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from ..agents.loading import EMBEDDED_MODELS
 from ..baselines.agemem import build_agemem_qa_graph
 from ..baselines.full_context import build_full_context_graph
+from ..baselines.langmem_graph import build_langmem_graph
 from ..baselines.rag import build_rag_graph
 from ..baselines.sumer import build_sumer_graph
 from .memagent import build_memagent_graph
@@ -52,7 +53,7 @@ class GraphOptions:
         default=None, metadata={"help": "SUMER and AgeMem: generation limit of one tool-calling turn (default: SUMER 1024, AgeMem 256)."}
     )
     memory_item_tokens: int | None = field(
-        default=None, metadata={"help": "SUMER and AgeMem: tokens per stored document piece (default: SUMER 200, AgeMem 512)."}
+        default=None, metadata={"help": "SUMER, AgeMem and LangMem: tokens per stored document piece (default: SUMER 200, AgeMem and LangMem 512)."}
     )
     max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
     agemem_turns_per_message: int = field(
@@ -60,7 +61,8 @@ class GraphOptions:
     )
     agemem_distractor_messages: int = field(default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose (graph default 2)."})
     embeddings_model: str | None = field(
-        default=None, metadata={"help": "SUMER and AgeMem: sentence-transformers directory for memory search (default: embedded MiniLM)."}
+        default=None,
+        metadata={"help": "SUMER, AgeMem and LangMem: sentence-transformers directory for memory search (default: embedded MiniLM)."},
     )
 
 
@@ -218,6 +220,15 @@ def _agemem(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph
     )
 
 
+def _langmem(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
+    if graph_kwargs.get("store") is None:
+        graph_kwargs["embeddings"] = _embeddings(options)
+    return build_langmem_graph(
+        model, tokenizer=tokenizer, answer_tokens=options.answer_tokens, final_prompt=options.final_prompt,
+        **_given(chunk_tokens=options.memory_item_tokens), **graph_kwargs,
+    )
+
+
 def document_input(sample: Any) -> dict[str, Any]:
     """Question and document only, for graphs that read the document as text (MemAgent).
 
@@ -249,6 +260,7 @@ register_graph("sumer", _sumer, training_defaults={
     "epsilon_high": PaperDefault(0.28, f"{_SUMER}: clip-high 0.28"),
     "scale_rewards": PaperDefault("group", f"{_SUMER}: GRPO advantage normalised by the group's standard deviation"),
 })  # SUMER's temperature 1.0 and learning rate 1e-6 are everyone's defaults already
+register_graph("langmem", _langmem)
 register_graph("agemem", _agemem, training_defaults={
     "chunk_tokens": PaperDefault(512, "ours: the AgeMem graph's stage-1 message size"),
     "turn_tokens": PaperDefault(256, "ours: the AgeMem graph's turn limit"),

@@ -67,6 +67,8 @@ CALL = '<tool_call>\n{"name": "search_memory", "arguments": {"query": "support g
         ("required", 'submit_answer", "arguments": {"answer": "May 7"}}\n</tool_call>', False),  # a required field missing
         ("required", 'search_memory", "arguments": {"query": "x", "type": "string"}}\n</tool_call>', False),  # an undeclared key
         ("required", 'search_memory", "arguments": {"query": "x", "top_k": "3"}}\n</tool_call>', False),  # a string for an integer
+        ("required", 'search_memory", "arguments": {"query": "a"}}\n</tool_call>\n' + CALL.replace("support group", "b"), True),  # 2 calls fit
+        ("required", 'search_memory", "arguments": {"query": "a"}}\n</tool_call>\n' + "\n".join([CALL] * 2), False),  # 3 do not
         ("submit_answer", ' {"answer": "Paris", "confidence": "low"}}\n</tool_call>', True),
         ("submit_answer", ' {"query": "Paris"}}\n</tool_call>', False),  # the other tool's arguments
         ("required", 'search_memory", "arguments": {"query": "' + "0" * 200 + '"}}\n</tool_call>', False),  # past the length bound

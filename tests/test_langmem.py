@@ -1,0 +1,84 @@
+"""The LangMem baseline on the real embedded model and real LoCoMo turns: LangMem's manager extracts
+memories session by session into a store, once per conversation, and the answer reads LangMem's search."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from langgraph_memagent.baselines.langmem_graph import build_langmem_graph, sessions
+
+LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+
+
+@pytest.fixture(scope="module")
+def conversation():
+    from langgraph_memagent.evals.loaders import load_locomo
+
+    samples = load_locomo(str(LOCOMO_FILE))
+    return samples, samples[0].meta["turns"]
+
+
+def _first_sessions(turns, count):
+    return [turn for turn in turns if turn.get("session") in range(1, count + 1)]
+
+
+def test_sessions_group_turns_by_session_and_cut_documents_into_pieces(smollm2_codec):
+    turns = [{"speaker": "Ann", "text": "Hi", "session": 1, "date_time": "1 May"}, {"speaker": "Bo", "text": "Yo", "session": 1},
+             {"speaker": "Ann", "text": "Look", "session": 2, "blip_caption": "a dog"}]
+    assert [[message["content"] for message in session] for session in sessions(turns, "", None, 0)] == [
+        ["Session date: 1 May", "Ann: Hi", "Bo: Yo"], ["Ann: Look [shares a photo of a dog]"],
+    ]
+    pieces = sessions(None, "word " * 300, smollm2_codec, 128)
+    assert len(pieces) == 3 and all(len(session) == 1 for session in pieces)
+
+
+@pytest.mark.embedded
+def test_langmem_extracts_each_session_once_with_valid_calls_and_answers_from_its_search(greedy_model, conversation):
+    samples, turns = conversation
+    graph = build_langmem_graph(greedy_model, answer_tokens=48)
+    first = graph.invoke({"question": samples[0].question, "document": samples[0].document, "turns": _first_sessions(turns, 2)})
+    assert first["sessions_extracted"] == 2 and first["extraction_calls"] >= 2
+    assert first["extraction_tool_calls"] > 0 and first["invalid_extraction_calls"] == 0  # forced calls under the grammar
+    assert first["memories"] > 0 and first["memory"].startswith("- ")  # what the answer read: LangMem's search hits
+    assert first["usage"]["llm_calls"] == first["extraction_calls"] + 1 and first["response"]
+    # Another question on the same conversation reuses the memories: no extraction call.
+    again = graph.invoke({"question": samples[1].question, "document": samples[1].document, "turns": _first_sessions(turns, 2)})
+    assert (again["sessions_extracted"], again["extraction_calls"], again["usage"]["llm_calls"]) == (0, 0, 1)
+    assert again["memories"] == first["memories"]
+
+
+@pytest.mark.embedded
+def test_langmem_ainvoke_extracts_only_the_sessions_not_yet_done(greedy_model, conversation):
+    """A conversation extracted up to session 1 (an interrupted run) goes on at session 2."""
+    samples, turns = conversation
+    graph = build_langmem_graph(greedy_model, answer_tokens=32)
+    question = {"question": samples[0].question, "document": samples[0].document, "conversation_id": "conv-30"}
+    asyncio.run(graph.ainvoke({**question, "turns": _first_sessions(turns, 1)}))
+    result = asyncio.run(graph.ainvoke({**question, "turns": _first_sessions(turns, 2)}))
+    assert result["sessions_extracted"] == 1 and result["invalid_extraction_calls"] == 0
+
+
+@pytest.mark.embedded
+def test_compare_runs_langmem_end_to_end_on_locomo(tmp_path, greedy_model):
+    """``memagent compare --graphs langmem`` on a LoCoMo file (conv-30 cut to its first two sessions)."""
+    from langgraph_memagent.evals.harness import ComparisonConfig, run_comparison
+    from langgraph_memagent.evals.results import read_results
+    from langgraph_memagent.graphs.registry import default_graph_options
+
+    data = json.loads(LOCOMO_FILE.read_text())
+    data = {key: value for key, value in data.items() if int((re.search(r"session_(\d+)", key) or [0, 0])[1]) <= 2}
+    path = tmp_path / "locomo_two_sessions.json"
+    path.write_text(json.dumps(data))
+    settings = ComparisonConfig(graphs=("langmem",), data=(str(path),), task=None, lengths=(), limit=2, out=tmp_path / "out",
+                                model="smollm2-135m", graph_options=default_graph_options("smollm2-135m"), progress=False)
+    result = run_comparison(settings, greedy_model)
+    records = read_results(result.results)
+    assert len(records) == 2 and not any(record["error"] for record in records)
+    extracted = [record["details"]["sessions_extracted"] for record in records]
+    assert sorted(extracted) == [0, 2]  # the conversation is extracted once, by whichever question came first
+    assert "langmem" in (result.out / "summary.md").read_text()
