@@ -58,6 +58,7 @@ from .memory_index import MemoryGroup
 
 
 SearchMode = Literal["semantic", "keyword"]
+ToolChoice = Literal["auto", "required"]
 StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
 
 SEARCH_TOOL = "search_memory"
@@ -157,6 +158,7 @@ class SumerOutput(AnswerOutput, total=False):
     conversation_id: str
     turns_used: int  # assistant turns of the tool loop (the forced answer call is not one)
     tool_calls: int  # tool calls executed (dropped and malformed ones are not)
+    invalid_tool_calls: int  # calls that did not parse (the model got an error reply)
     stop_reason: StopReason
     forced_answer: bool  # True when the answer came from the tool-free final call
     searches: list[SearchRecord]
@@ -235,10 +237,11 @@ class _SumerSteps:
         answer_tokens: int,
         chunk_tokens: int,
         final_prompt: FinalPromptStyle,
+        tool_choice: ToolChoice,
     ):
         self.model = model
         try:
-            self.agent_model = model.bind_tools(SUMER_TOOLS).bind(max_tokens=turn_tokens)
+            self.agent_model = model.bind_tools(SUMER_TOOLS, tool_choice=tool_choice).bind(max_tokens=turn_tokens)
         except NotImplementedError as error:
             raise TypeError(f"SUMER needs a chat model with tool calling: {type(model).__name__}.bind_tools is not implemented") from error
         self.answer_model = model.bind(max_tokens=answer_tokens)
@@ -305,6 +308,7 @@ class _SumerSteps:
             "usage": NO_USAGE,
             "turns_used": 0,
             "tool_calls": 0,
+            "invalid_tool_calls": 0,
             "searches": [],
             "answer": None,
             "response": "",
@@ -435,6 +439,7 @@ class _SumerSteps:
             "messages": replies,
             "searches": searches,
             "tool_calls": state["tool_calls"] + executed,
+            "invalid_tool_calls": state["invalid_tool_calls"] + len(reply.invalid_tool_calls),
             "context_tokens": context_tokens,
         }
         if answer is not None:
@@ -545,6 +550,7 @@ def build_sumer_graph(
     answer_tokens: int = 1024,
     chunk_tokens: int = 200,
     final_prompt: FinalPromptStyle = "boxed",
+    tool_choice: ToolChoice = "auto",
     checkpointer: BaseCheckpointSaver | None = None,
     name: str = "sumer",
 ) -> SumerGraph:
@@ -580,6 +586,9 @@ def build_sumer_graph(
         chunk_tokens: tokens per memory item when a plain document (no ``turns``) is
             ingested.
         final_prompt: how a text answer is extracted (``"boxed"`` or ``"answer_is"``).
+        tool_choice: ``"auto"`` (SUMER: the model may answer in text, which ends the episode)
+            or ``"required"`` (every turn calls a tool; on the local backends each call decodes
+            under the tools' grammar, so a small model searches and submits instead of chatting).
         checkpointer: any LangGraph checkpointer (the document never enters checkpoints).
         name: graph name.
 
@@ -587,7 +596,7 @@ def build_sumer_graph(
         A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` (raw
         messages, e.g. LoCoMo's ``sample.meta["turns"]``) and ``conversation_id``; output
         ``answer``, ``response``, ``usage``, ``question``, ``conversation_id``,
-        ``turns_used``, ``tool_calls``, ``stop_reason``, ``forced_answer`` and ``searches``.
+        ``turns_used``, ``tool_calls``, ``invalid_tool_calls``, ``stop_reason``, ``forced_answer`` and ``searches``.
 
     Example:
         >>> from langgraph_memagent import load_chat_model
@@ -612,6 +621,8 @@ def build_sumer_graph(
         max_context_tokens = positive_int("max_context_tokens", max_context_tokens)
     if final_prompt not in ("boxed", "answer_is"):
         raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
+    if tool_choice not in ("auto", "required"):
+        raise ValueError(f"tool_choice must be 'auto' or 'required', got {tool_choice!r}")
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"SUMER needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if bank is None:
@@ -630,6 +641,7 @@ def build_sumer_graph(
         answer_tokens=answer_tokens,
         chunk_tokens=chunk_tokens,
         final_prompt=final_prompt,
+        tool_choice=tool_choice,
     )
     builder = StateGraph(SumerState, input_schema=SumerInput, output_schema=SumerOutput)
     builder.add_node("ingest", node(steps.ingest, steps.aingest))

@@ -355,9 +355,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
 
-def locomo_scores(sample: Any, prediction: str | None, judge: Any = None) -> dict[str, Any]:
+def evidence_searches(searches: Any, evidence: Any) -> dict[str, int] | None:
+    """How many of a run's searches (SUMER's ``searches``) returned a LoCoMo evidence turn; None without searches or evidence.
+
+    >>> evidence_searches([{"hits": ["D1:2", "D3:4"]}, {"hits": ["D2:1"]}], ["D3:4"])
+    {'searches': 2, 'with_evidence': 1}
+    """
+    if not isinstance(searches, list) or not evidence:
+        return None
+    wanted = set(evidence)
+    return {"searches": len(searches), "with_evidence": sum(bool(wanted & set(search.get("hits") or ())) for search in searches)}
+
+
+def locomo_scores(sample: Any, prediction: str | None, judge: Any = None, output: dict[str, Any] | None = None) -> dict[str, Any]:
     """LoCoMo's per-question scores: category, token F1 and BLEU-1 (Mem0's code, as SUMER reports),
-    and the LLM judge's verdict when a judge is given (``None`` otherwise)."""
+    the LLM judge's verdict when a judge is given (``None`` otherwise), and for graphs that
+    search, how many searches returned an evidence turn (:func:`evidence_searches`)."""
     from .locomo_scoring import LLMJudge, bleu1, f1
 
     meta = sample.meta or {}
@@ -371,6 +384,7 @@ def locomo_scores(sample: Any, prediction: str | None, judge: Any = None) -> dic
         "f1": f1(prediction or "", sample.answers),
         "bleu1": bleu1(prediction, sample.answers),
         "judge": verdict,
+        "evidence_searches": evidence_searches((output or {}).get("searches"), meta.get("evidence")),
     }
 
 
@@ -396,7 +410,7 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
     extra = {}
     if sample.task == "locomo":
         # A failed run scores 0 but keeps its category, so per-category tables count it.
-        extra["locomo"] = locomo_scores(sample, answer if answer is not None else response, judge if error is None else None)
+        extra["locomo"] = locomo_scores(sample, answer if answer is not None else response, judge if error is None else None, output)
         if error is not None:
             extra["locomo"].update(f1=0.0, bleu1=0.0)
     writer.write(

@@ -259,7 +259,7 @@ def test_call_recorder_reads_usage_of_each_call():
 
 
 def test_unknown_graph_lists_the_known_ones(tmp_path):
-    with pytest.raises(ComparisonError, match=r"\['mem0'\].*memagent, full_context, rag, sumer, agemem"):
+    with pytest.raises(ComparisonError, match=r"\['mem0'\].*memagent, full_context, rag, sumer, agemem, langmem"):
         config(tmp_path, graphs=("memagent", "mem0"))
 
 

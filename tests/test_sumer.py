@@ -420,3 +420,17 @@ def test_embedded_smollm2_run_is_bounded(greedy_model):
     assert 1 <= result["turns_used"] <= 3 and result["usage"]["llm_calls"] in (result["turns_used"], result["turns_used"] + 1)
     assert result["answer"] is None or isinstance(result["answer"], str)
     print(f"SmolLM2 SUMER run: {result['stop_reason']}, {result['turns_used']} turns, answer {result['answer']!r}")
+
+
+def test_embedded_smollm2_with_a_required_tool_choice_searches_with_valid_calls(greedy_model):
+    """The registry's embedded settings (``tool_choice="required"``): every turn is a call that
+    parses and validates, the model searches LoCoMo conv-30, and the harness counts the searches
+    that return an evidence turn."""
+    from langgraph_memagent.evals.harness import evidence_searches
+    from langgraph_memagent.graphs.registry import build_graph, default_graph_options, question_input
+
+    sample = load_locomo(str(LOCOMO))[0]
+    result = build_graph("sumer", greedy_model, default_graph_options("smollm2-135m")).invoke(question_input(sample))
+    assert result["invalid_tool_calls"] == 0 and result["tool_calls"] >= 1
+    found = evidence_searches(result["searches"], sample.meta["evidence"])
+    assert found is not None and found["searches"] == len(result["searches"]) >= 1
