@@ -436,8 +436,11 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
             "prompt_tokens": sum(p or 0 for p, _ in recorder.calls),
             "completion_tokens": sum(c or 0 for _, c in recorder.calls),
             "graph_usage": usage,
-            # Graph-specific numbers (chunks read, turns used, tool calls by name, ...), kept for analysis.
-            "details": {k: v for k, v in output.items() if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values())))},
+            # Graph-specific numbers (chunks read, turns used, tool calls by name, ...) and why a tool loop stopped.
+            "details": {
+                k: v for k, v in output.items()
+                if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values()))) or k == "stop_reason"
+            },
             "seconds": round(seconds, 3),
             "error": None if error is None else f"{type(error).__name__}: {error}",
             **extra,

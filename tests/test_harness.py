@@ -523,3 +523,24 @@ def test_resuming_checks_the_decoding_but_not_top_p_under_greedy(tmp_path):
     harness._check_manifest(tmp_path, {**manifest, "top_p": 1.0})
     with pytest.raises(ComparisonError, match=r"temperature: 0.0 -> 0.7"):
         harness._check_manifest(tmp_path, {**manifest, "temperature": 0.7})
+
+
+def test_locomo_tool_use_table_counts_calls_evidence_searches_and_extractions():
+    from langgraph_memagent.benchmarks.bench_locomo import tool_use
+
+    def record(graph, details, evidence=None, error=None):
+        return {"graph": graph, "details": details, "locomo": {"evidence_searches": evidence}, "error": error, "llm_calls": 4, "prompt_tokens": 100}
+
+    records = [
+        record("sumer", {"tool_calls": 3, "invalid_tool_calls": 0, "stop_reason": "submitted"}, {"searches": 2, "with_evidence": 1}),
+        record("sumer", {"tool_calls": 1, "invalid_tool_calls": 1, "stop_reason": "turn_limit"}, {"searches": 2, "with_evidence": 0}),
+        record("agemem", {"tool_calls": {"add_memory": 2, "invalid": 1}}),
+        record("langmem", {"extraction_calls": 19, "extraction_tool_calls": 30, "invalid_extraction_calls": 0, "memories": 30}),
+        record("langmem", {"extraction_calls": 0, "extraction_tool_calls": 0, "invalid_extraction_calls": 0, "memories": 30}),
+    ]
+    table = tool_use(records)
+    assert table["sumer"]["tool_calls_by_name"] == {"executed": 2.0} and table["sumer"]["invalid_tool_calls"] == 1
+    assert (table["sumer"]["searches"], table["sumer"]["searches_with_evidence"], table["sumer"]["questions_with_an_evidence_search"]) == (2.0, 0.25, 1)
+    assert table["sumer"]["stop_reasons"] == {"submitted": 1, "turn_limit": 1}
+    assert table["agemem"]["tool_calls_by_name"] == {"add_memory": 2.0, "invalid": 1.0} and table["agemem"]["invalid_tool_calls"] == 1
+    assert (table["langmem"]["extraction_calls"], table["langmem"]["memories"], table["langmem"]["llm_calls"]) == (19, 30, 4.0)
