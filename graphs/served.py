@@ -1,8 +1,8 @@
-"""Compiled graphs for a LangGraph server (``langgraph dev``): MemAgent, SUMER and AgeMem.
+"""Compiled graphs for a LangGraph server (``langgraph dev``): MemAgent, SUMER, AgeMem and LangMem.
 
 ``langgraph.json`` at the repository root points the server at the module-level graphs
 here by module path (``langgraph_memagent.graphs.served:memagent``, ``...:sumer``,
-``...:agemem``), so they import like any other module of the installed package.
+``...:agemem``, ``...:langmem``), so they import like any other module of the installed package.
 
 The server supplies persistence: a graph it loads must carry neither a checkpointer
 nor a store (``langgraph dev`` refuses one that does), and each run gets the server's
@@ -21,7 +21,12 @@ read with its options from environment variables when the server imports this mo
 - ``MEMAGENT_CHUNK_TOKENS``, ``MEMAGENT_MEMORY_TOKENS``, ``MEMAGENT_ANSWER_TOKENS``:
   MemAgent budgets (default 5000, 1024, 1024: the MemAgent paper's).
 
-SUMER and AgeMem run with their papers' defaults (see their builders).
+- ``MEMAGENT_STORE_URL``: a PostgreSQL URL (``postgresql://user@host:port/db``). SUMER's and
+  AgeMem's memory banks and LangMem's memories are kept there (a ``PostgresStore``), so they
+  survive a restart of the server. Unset: each graph keeps them in its own in-process store,
+  lost on restart.
+
+SUMER, AgeMem and LangMem run with their papers' defaults (see their builders).
 
 Import stays cheap: the embedded model's weights load on its first call, and the
 tokenizer is read from the model directory instead of through the model.
@@ -40,6 +45,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import BaseStore
 
 from ..agents.loading import EMBEDDED_MODELS, load_chat_model
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
@@ -138,6 +144,32 @@ def served_options(environ: Mapping[str, str] = os.environ) -> GraphOptions:
     )
 
 
+def served_store(environ: Mapping[str, str] = os.environ) -> BaseStore | None:
+    """The ``PostgresStore`` at ``MEMAGENT_STORE_URL`` (tables created if missing), or ``None`` when unset.
+
+    Without the pgvector extension the store has no vector index: the memory banks rank
+    with their own in-process index, and LangMem's and AgeMem's store searches return
+    memories unranked.
+
+    >>> served_store({}) is None
+    True
+    """
+    url = environ.get("MEMAGENT_STORE_URL", "").strip()
+    if not url:
+        return None
+    from langgraph.store.postgres import PostgresStore
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    try:
+        connection = Connection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    except Exception as error:  # noqa: BLE001 - the server's start-up log must say which variable is wrong
+        raise ValueError(f"MEMAGENT_STORE_URL={url!r}: cannot connect to PostgreSQL ({type(error).__name__}: {error})") from None
+    store = PostgresStore(connection)
+    store.setup()
+    return store
+
+
 def build_served_memagent(model: BaseChatModel, tokenizer: Any, environ: Mapping[str, str] = os.environ) -> MemAgentGraph:
     """MemAgent for a LangGraph server: budgets from the environment, no checkpointer or store.
 
@@ -157,7 +189,9 @@ model = served_model()
 # Resolved once and passed to every graph: a local model's own ``tokenizer`` would load its weights.
 tokenizer = served_codec()
 memagent = build_served_memagent(model, tokenizer)
-# SUMER and AgeMem keep their memory banks in their own in-process stores (embedding
-# indexes the server's store is not configured with); they carry no graph-level store.
-sumer = build_graph("sumer", model, served_options(), tokenizer)
-agemem = build_graph("agemem", model, served_options(), tokenizer, name="agemem")
+# The tool graphs keep their memories in MEMAGENT_STORE_URL's store, else in their own
+# in-process stores; the store sits inside each graph's memory, never on the graph itself.
+store = served_store()
+sumer = build_graph("sumer", model, served_options(), tokenizer, store=store)
+agemem = build_graph("agemem", model, served_options(), tokenizer, store=store, name="agemem")
+langmem = build_graph("langmem", model, served_options(), tokenizer, store=store, name="langmem")

@@ -21,7 +21,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_memagent.agents.tokenizers import chunk_text
 from langgraph_memagent.graphs.served import build_served_memagent, served_codec, served_model, served_tokenizer
 from scripted_model import ScriptedChatModel
-from servers import LOOPBACK, ServerUnavailable, _free_port, _log_tail, _stop_process_group
+from servers import LOOPBACK, ServerUnavailable, _free_port, _log_tail, _stop_process_group, postgres_server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "langgraph.json"
@@ -193,9 +193,9 @@ def test_sdk_runs_memagent_on_langgraph_dev(server_url, smollm2_codec) -> None:
 
 @pytest.mark.server
 @pytest.mark.embedded
-@pytest.mark.parametrize("graph_id", ["sumer", "agemem"])
+@pytest.mark.parametrize("graph_id", ["sumer", "agemem", "langmem"])
 def test_sdk_runs_tool_graphs_on_langgraph_dev(server_url, graph_id) -> None:
-    """SUMER and AgeMem embed, search and call the model without blocking the server's loop."""
+    """SUMER, AgeMem and LangMem embed, search and call the model without blocking the server's loop."""
     from langgraph_sdk import get_sync_client
 
     client = get_sync_client(url=server_url, timeout=600)
@@ -228,3 +228,44 @@ def test_readme_sdk_block_runs_against_langgraph_dev(server_url) -> None:
     namespace = {"text": DOCUMENT}
     exec(compile(block.code.replace("http://127.0.0.1:2024", server_url), f"README.md:{block.line}", "exec"), namespace)  # noqa: S102
     assert namespace["out"]["chunks_read"] == 2 and "answer" in namespace["out"]
+
+
+@pytest.mark.server
+@pytest.mark.embedded
+def test_served_memories_survive_a_restart_in_postgres(embedded_model_dir, tmp_path) -> None:
+    """With ``MEMAGENT_STORE_URL`` LangMem's memories and SUMER's bank live in PostgreSQL: a new
+    server, in a fresh working directory (no ``.langgraph_api`` files), finds them."""
+    from langgraph.store.postgres import PostgresStore
+    from langgraph_sdk import get_sync_client
+
+    question = {"question": QUESTION, "document": DOCUMENT}
+    with contextlib.ExitStack() as stack:
+        try:
+            store_url = stack.enter_context(postgres_server())
+        except ServerUnavailable as exc:
+            pytest.skip(str(exc))
+        env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1", "MEMAGENT_MODEL": "smollm2-135m", "MEMAGENT_TEMPERATURE": "0", **SERVER_BUDGET,
+               "MEMAGENT_STORE_URL": store_url}
+        runs = []
+        for attempt in ("first", "restarted"):
+            workdir = tmp_path / attempt
+            workdir.mkdir()
+            try:
+                with langgraph_dev_server(workdir, env) as url:
+                    client = get_sync_client(url=url, timeout=600)
+                    runs.append({graph: client.runs.wait(None, graph, input=question, raise_error=False) for graph in ("langmem", "sumer")})
+            except ServerUnavailable as exc:
+                pytest.skip(str(exc))
+        for run in runs:
+            assert all("__error__" not in result for result in run.values()), run
+        first, restarted = runs
+        assert first["langmem"]["sessions_extracted"] == 1 and first["langmem"]["memories"] >= 1
+        # After the restart LangMem finds the session extracted and its memories: no extraction call.
+        assert restarted["langmem"]["sessions_extracted"] == 0 and restarted["langmem"]["extraction_calls"] == 0
+        assert restarted["langmem"]["memories"] == first["langmem"]["memories"]
+        with PostgresStore.from_conn_string(store_url) as store:  # SUMER's bank: the document's pieces, stored once
+            namespaces = store.list_namespaces()
+            assert any(namespace[0] == "langmem" for namespace in namespaces)
+            bank = [namespace for namespace in namespaces if namespace[0] != "langmem" and namespace[0] != "langmem_sessions"]
+            assert bank and all(len(store.search(namespace, limit=1000)) > 0 for namespace in bank)
