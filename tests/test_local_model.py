@@ -388,3 +388,36 @@ def test_top_k_top_p_min_p_and_repetition_penalty_match_transformers_processors(
         SamplingParams(max_tokens=8, temperature=1.0, top_p=1.0, top_k=-1)
     with pytest.raises(ValueError, match=r"min_p must be in \[0, 1\] .* got 1.5"):
         SamplingParams(max_tokens=8, temperature=1.0, top_p=1.0, min_p=1.5)
+
+
+@pytest.mark.embedded
+def test_closing_the_engine_fails_unfinished_requests_and_refuses_new_ones(embedded_model_dir):
+    from langgraph_memagent.agents.local_model import BatchedGenerator
+    from langgraph_memagent.agents.sampling import SamplingParams
+
+    engine = BatchedGenerator.load(str(embedded_model_dir))
+    long = engine.submit([1, 2, 3], SamplingParams(max_tokens=2000, temperature=1.0, top_p=1.0))
+    while engine.active_rows == 0:  # decoding has started
+        time.sleep(0.01)
+    engine.close()
+    with pytest.raises(RuntimeError, match="closed .* before this request finished"):
+        long.result(timeout=30)
+    with pytest.raises(RuntimeError, match="the generation engine is closed"):
+        engine.submit([1, 2, 3], SamplingParams(max_tokens=4, temperature=0.0, top_p=1.0))
+
+
+@pytest.mark.embedded
+def test_a_process_that_used_the_engine_exits_cleanly(tmp_path):
+    """Before the engine stopped its worker at exit, 6 of 16 such processes aborted in C++
+    ("terminate called without an active exception", exit status 134)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "use_engine.py"
+    script.write_text(
+        "from langgraph_memagent.agents.loading import load_chat_model\n"
+        "print(load_chat_model('smollm2-135m', temperature=0).invoke('Hi', max_tokens=8).content)\n"
+    )
+    for _ in range(5):
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-2000:]
