@@ -56,6 +56,7 @@ def tool_use(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if searched:
             total = sum(found["searches"] for found in searched)
             summary["searches"] = total / len(rows)
+            summary["questions_with_a_search"] = sum(found["searches"] > 0 for found in searched)
             summary["searches_with_evidence"] = sum(found["with_evidence"] for found in searched) / max(total, 1)
             summary["questions_with_an_evidence_search"] = sum(found["with_evidence"] > 0 for found in searched)
         reasons = Counter(detail["stop_reason"] for detail in details if "stop_reason" in detail)

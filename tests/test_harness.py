@@ -540,7 +540,8 @@ def test_locomo_tool_use_table_counts_calls_evidence_searches_and_extractions():
     ]
     table = tool_use(records)
     assert table["sumer"]["tool_calls_by_name"] == {"executed": 2.0} and table["sumer"]["invalid_tool_calls"] == 1
-    assert (table["sumer"]["searches"], table["sumer"]["searches_with_evidence"], table["sumer"]["questions_with_an_evidence_search"]) == (2.0, 0.25, 1)
+    assert (table["sumer"]["searches"], table["sumer"]["questions_with_a_search"]) == (2.0, 2)
+    assert (table["sumer"]["searches_with_evidence"], table["sumer"]["questions_with_an_evidence_search"]) == (0.25, 1)
     assert table["sumer"]["stop_reasons"] == {"submitted": 1, "turn_limit": 1}
     assert table["agemem"]["tool_calls_by_name"] == {"add_memory": 2.0, "invalid": 1.0} and table["agemem"]["invalid_tool_calls"] == 1
     assert (table["langmem"]["extraction_calls"], table["langmem"]["memories"], table["langmem"]["llm_calls"]) == (19, 30, 4.0)
