@@ -111,6 +111,14 @@ def resolve_tokenizer(tokenizer: Any = None, model: Any = None) -> TokenCodec:
     raise TypeError(f"unsupported tokenizer {tokenizer!r}: {HOW_TO_PASS_A_TOKENIZER}")
 
 
+def optional_tokenizer(tokenizer: Any = None, model: Any = None) -> TokenCodec | None:
+    """:func:`resolve_tokenizer`'s codec, or ``None`` for a server model when no tokenizer is given
+    (for graphs that count tokens only when they can)."""
+    if tokenizer is None and getattr(model, "tokenizer", None) is None:
+        return None
+    return resolve_tokenizer(tokenizer, model)
+
+
 def _load_tokenizer(spec: str) -> TokenCodec:
     if spec.startswith(TIKTOKEN_PREFIX):
         import tiktoken

@@ -44,10 +44,12 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
-from ..agents.calls import NO_USAGE, AnswerOutput, TokenUsage, acall_model, add_usage, call_model, positive_int
+from ..agents.calls import (
+    NO_USAGE, AnswerOutput, ModelCallError, TokenUsage, acall_model, add_usage, call_model, describe_endpoint, describe_error, positive_int,
+)
 from ..agents.compiled_graph import node
 from ..agents.prompts import FinalPromptStyle, answer_template, fill_template
-from ..agents.tokenizers import chunk_text, resolve_tokenizer
+from ..agents.tokenizers import chunk_text, optional_tokenizer
 from .full_context import answer_update
 from .sumer import SumerInput, conversation_key
 
@@ -166,36 +168,38 @@ class _LangMemSteps:
             self.extract_model, namespace=(NAMESPACE, conversation_id), store=self.store, enable_deletes=False
         )
 
-    def _plan(self, state: LangMemState) -> tuple[str, list[tuple[int, list[dict[str, str]]]]]:
+    def _conversation(self, state: LangMemState) -> tuple[str, list[list[dict[str, str]]]]:
+        """The run's conversation id and its sessions, or a clear error naming the bad input."""
         question, document, turns = state.get("question"), state.get("document") or "", state.get("turns")
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
         if not turns and not document.strip():
             raise ValueError(f"input 'document' must be a non-empty string when no 'turns' are given, got {document[:40]!r}")
+        if not turns and self.codec is None:
+            raise ValueError(f"a document without 'turns' is cut into {self.chunk_tokens}-token pieces: pass tokenizer=... to build_langmem_graph")
         conversation_id = state.get("conversation_id") or conversation_key(turns, document, chunk_tokens=self.chunk_tokens)
-        todo = [
-            (index, messages) for index, messages in enumerate(sessions(turns, document, self.codec, self.chunk_tokens))
-            if self.store.get((_DONE_MARKERS, conversation_id), str(index)) is None
-        ]
-        return conversation_id, todo
+        return conversation_id, sessions(turns, document, self.codec, self.chunk_tokens)
 
-    def _update(self, conversation_id: str, done: int, counter: _ExtractionCounter) -> dict[str, Any]:
+    def extract(self, state: LangMemState, config: RunnableConfig) -> dict[str, Any]:
+        conversation_id, all_sessions = self._conversation(state)
+        manager, counter, done = self.manager(conversation_id), _ExtractionCounter(NO_USAGE), 0
+        with self._locks[conversation_id]:  # concurrent questions about one conversation extract it once
+            for index, messages in enumerate(all_sessions):
+                if self.store.get((_DONE_MARKERS, conversation_id), str(index)) is not None:
+                    continue
+                try:
+                    manager.invoke({"messages": messages}, config=_with_handler(config, counter))
+                except Exception as error:
+                    step = f"LangMem extraction of session {index + 1} of {len(all_sessions)}"
+                    raise ModelCallError(f"{step}: model call to {describe_endpoint(self.model)} failed: {describe_error(error)}") from error
+                self.store.put((_DONE_MARKERS, conversation_id), str(index), {"done": True}, index=False)
+                done += 1
         return {
             "document": "", "turns": [], "conversation_id": conversation_id, "sessions_extracted": done, "usage": counter.usage,
             "extraction_calls": counter.usage["llm_calls"], "extraction_tool_calls": counter.tool_calls,
             "invalid_extraction_calls": counter.invalid_tool_calls,
             "memories": len(self.store.search((NAMESPACE, conversation_id), limit=10_000)),
         }
-
-    def extract(self, state: LangMemState, config: RunnableConfig) -> dict[str, Any]:
-        conversation_id, _ = self._plan(state)
-        with self._locks[conversation_id]:  # concurrent questions about one conversation extract it once
-            conversation_id, todo = self._plan(state)
-            manager, counter = self.manager(conversation_id), _ExtractionCounter(NO_USAGE)
-            for index, messages in todo:
-                manager.invoke({"messages": messages}, config=_with_handler(config, counter))
-                self.store.put((_DONE_MARKERS, conversation_id), str(index), {"done": True}, index=False)
-            return self._update(conversation_id, len(todo), counter)
 
     async def aextract(self, state: LangMemState, config: RunnableConfig) -> dict[str, Any]:
         # In a worker thread: the per-conversation lock is a thread lock, shared with sync runs.
@@ -241,7 +245,8 @@ def build_langmem_graph(
             survive restarts; it needs a semantic index. Default: an in-memory store indexed
             with ``embeddings``.
         embeddings: LangChain ``Embeddings`` of the default store (default: the embedded all-MiniLM-L6-v2).
-        tokenizer: cuts a plain document into ``chunk_tokens`` pieces (default: the model's own).
+        tokenizer: cuts a plain document into ``chunk_tokens`` pieces (default: the model's own;
+            server models need one for documents, not for ``turns``).
         extract_tokens: generation limit of each LangMem call (ours: a few memories fit).
         chunk_tokens: tokens per piece of a plain document, each extracted as one session.
         search_limit: memories the answer reads (LangMem's search default: 10).
@@ -275,7 +280,7 @@ def build_langmem_graph(
         store = _default_store(embeddings)
     elif embeddings is not None:
         raise ValueError("pass either store= (with its own index) or embeddings= (for the default store), not both")
-    steps = _LangMemSteps(model, store, resolve_tokenizer(tokenizer, model), extract_tokens=extract_tokens, chunk_tokens=chunk_tokens,
+    steps = _LangMemSteps(model, store, optional_tokenizer(tokenizer, model), extract_tokens=extract_tokens, chunk_tokens=chunk_tokens,
                           search_limit=search_limit, answer_tokens=answer_tokens, final_prompt=final_prompt)
     builder = StateGraph(LangMemState, input_schema=SumerInput, output_schema=LangMemOutput)
     builder.add_node("extract", node(steps.extract, steps.aextract))

@@ -52,7 +52,7 @@ from ..agents.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, a
 from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.loading import context_window
 from ..agents.prompts import FinalPromptStyle, answer_template
-from ..agents.tokenizers import TokenCodec, encode_long, resolve_tokenizer
+from ..agents.tokenizers import TokenCodec, encode_long, optional_tokenizer
 from .memory_bank import MemoryBank
 from .memory_index import MemoryGroup
 
@@ -528,13 +528,6 @@ class SumerGraph(RecursionSizedGraph):
         return self.sumer_steps_needed
 
 
-def _optional_codec(tokenizer: Any, model: BaseChatModel) -> TokenCodec | None:
-    """The tokenizer given, else the model's own; ``None`` for a server model without one."""
-    if tokenizer is None and getattr(model, "tokenizer", None) is None:
-        return None
-    return resolve_tokenizer(tokenizer, model)
-
-
 def build_sumer_graph(
     model: BaseChatModel,
     *,
@@ -632,7 +625,7 @@ def build_sumer_graph(
     steps = _SumerSteps(
         model,
         bank,
-        _optional_codec(tokenizer, model),
+        optional_tokenizer(tokenizer, model),
         max_turns=max_turns,
         max_parallel_calls=max_parallel_calls,
         max_context_tokens=max_context_tokens,

@@ -82,3 +82,27 @@ def test_compare_runs_langmem_end_to_end_on_locomo(tmp_path, greedy_model):
     extracted = [record["details"]["sessions_extracted"] for record in records]
     assert sorted(extracted) == [0, 2]  # the conversation is extracted once, by whichever question came first
     assert "langmem" in (result.out / "summary.md").read_text()
+
+
+def test_a_failed_extraction_call_names_the_session_and_a_rerun_resumes_after_the_sessions_done():
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.messages import AIMessage
+    from scripted_model import ScriptedToolModel, tool_call
+
+    from langgraph_memagent.agents.calls import ModelCallError
+
+    down = {"second"}  # sessions whose extraction call fails
+
+    def extractor(messages, tools):
+        if any(word in str(message.content) for message in messages for word in down):
+            raise ConnectionError("server went away")
+        return AIMessage("", tool_calls=[tool_call("Memory", "m", content="Ann said hi")])
+
+    graph = build_langmem_graph(ScriptedToolModel(responder=extractor), embeddings=DeterministicFakeEmbedding(size=8), answer_tokens=8)
+    run = {"question": "Who said hi?", "document": "x", "conversation_id": "c",
+           "turns": [{"speaker": "Ann", "text": "first", "session": 1}, {"speaker": "Bo", "text": "second", "session": 2}]}
+    # trustcall retries a failing call until LangGraph's recursion limit: the error says where it stopped.
+    with pytest.raises(ModelCallError, match=r"LangMem extraction of session 2 of 2: model call to ScriptedToolModel failed"):
+        graph.invoke(run)
+    down.clear()
+    assert graph.invoke(run)["sessions_extracted"] == 1  # session 1 was kept
