@@ -58,7 +58,8 @@ class GraphOptions:
     max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
     tool_choice: str = field(
         default="auto",
-        metadata={"help": "SUMER: 'auto' (SUMER paper: a turn without a call ends the episode) or 'required' (every turn calls a tool).",
+        metadata={"help": "SUMER: 'auto' (SUMER paper: a turn without a call ends the episode) or 'required' (every turn calls a tool); "
+                  "AgeMem: the same for the first turn after each message.",
                   "choices": ("auto", "required")},
     )
     agemem_turns_per_message: int = field(
@@ -84,7 +85,8 @@ def graph_option(name: str) -> Any:
 
 # The demo's budget for the embedded model's 8K window: small chunks keep each CPU call short and
 # a 128-token memory is plenty for a needle; the answer needs only a few tokens. Left to choose,
-# the embedded model answered SUMER in text in 16 of 16 LoCoMo questions: its turns must call a tool.
+# the embedded model answered SUMER in text in 16 of 16 LoCoMo questions and AgeMem never stored a
+# memory: their turns must call a tool.
 EMBEDDED_GRAPH_DEFAULTS: Mapping[str, Any] = {
     "chunk_tokens": 1000, "memory_tokens": 128, "answer_tokens": 64, "max_turns": 6, "turn_tokens": 128, "tool_choice": "required",
 }
@@ -221,7 +223,7 @@ def _sumer(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_
 def _agemem(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
     return build_agemem_qa_graph(
         model, embeddings=_embeddings(options), tokenizer=tokenizer, distractor_messages=options.agemem_distractor_messages,
-        max_turns_per_message=options.agemem_turns_per_message,
+        max_turns_per_message=options.agemem_turns_per_message, first_turn_tool_choice=options.tool_choice,
         **_given(max_stage_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
                  chunk_tokens=options.memory_item_tokens),
         **graph_kwargs,

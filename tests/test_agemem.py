@@ -363,3 +363,21 @@ def test_messages_from_elsewhere_get_group_ids_in_order():
     assert _ids(out["messages"]) == ["g1", "g2", "g3", "g4"]
     assert [m.text for m in out["messages"]] == ["earlier question", "earlier reply", "new question", "ok"]
     assert [m.text for m in model.calls[0][1:]] == ["[g1] earlier question", "earlier reply", "[g3] new question"]
+
+
+@pytest.mark.embedded
+def test_embedded_model_with_a_required_first_turn_stores_memories_with_valid_calls(greedy_model):
+    """The registry's embedded settings: the first turn after each message must call a memory
+    tool (left to choose, the model never stored anything on LoCoMo)."""
+    from dataclasses import replace
+
+    from langgraph_memagent.evals.loaders import load_locomo
+    from langgraph_memagent.graphs.registry import build_graph, default_graph_options, question_input
+
+    sample = load_locomo(str(LOCOMO_FILE))[0]
+    inputs = question_input(sample)
+    inputs["turns"] = [turn for turn in inputs["turns"] if turn.get("session") in (1, 2)]
+    options = replace(default_graph_options("smollm2-135m"), agemem_distractor_messages=0)  # stage 2 is not what is tested
+    result = build_graph("agemem", greedy_model, options).invoke(inputs)
+    assert result["tool_calls"].get("invalid", 0) == 0 and sum(result["tool_calls"].values()) >= 3  # one per message at least
+    assert result["memory_item_count"] >= 1

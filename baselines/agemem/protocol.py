@@ -293,6 +293,7 @@ def build_agemem_qa_graph(
     turn_tokens: int = 256,
     max_context_tokens: int | None = None,
     force_answer: bool = True,
+    first_turn_tool_choice: str = "auto",
     name: str = "agemem_qa",
 ) -> CompiledStateGraph:
     """AgeMem's three-stage rollout as a question-answering graph with the package contract.
@@ -310,7 +311,7 @@ def build_agemem_qa_graph(
     Args:
         model: a chat model with ``bind_tools``.
         store, embeddings, max_turns_per_message, max_stage_turns, turn_tokens,
-            force_answer: as in :func:`build_agemem_graph` (defaults chosen for the
+            force_answer, first_turn_tool_choice: as in :func:`build_agemem_graph` (defaults chosen for the
             embedded 135M model on CPU; the AgeMem paper gives none).
         tokenizer: cuts the document into stage-1 chunks (not needed with ``turns``) and
             counts the context; default the model's own (local backends).
@@ -344,7 +345,8 @@ def build_agemem_qa_graph(
     agent = build_agemem_graph(
         model, store=store, embeddings=embeddings, max_turns_per_message=max_turns_per_message,
         max_stage_turns=max_stage_turns, turn_tokens=turn_tokens, max_context_tokens=max_context_tokens,
-        tokenizer=tokenizer, force_answer=force_answer, checkpointer=False, name=f"{name}_stage",
+        tokenizer=tokenizer, force_answer=force_answer, first_turn_tool_choice=first_turn_tool_choice, checkpointer=False,
+        name=f"{name}_stage",
     )
     steps = _AgeMemQASteps(agent, model, tokenizer, chunk_tokens, distractor_messages, distractor_sentences)
     builder = StateGraph(AgeMemQAState, context_schema=AgeMemContext, input_schema=AgeMemQAInput, output_schema=AgeMemQAOutput)
