@@ -101,7 +101,7 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     r"""The Lark grammar of a reply that may call tools (``tool_choice="auto"``).
 
     Text is free, except that it never writes a call outside the ``<tool_call>`` tag (no
-    ``{"name"``). Once the reply opens ``<tool_call>`` each call is one of ``tools`` with
+    ``{"name"``) nor a tool's reply (``<tool_response``). Once the reply opens ``<tool_call>`` each call is one of ``tools`` with
     arguments that follow its schema (as in :func:`forced_call_grammar`), and calls may follow
     one another, one per line, until the reply ends.
 
@@ -113,14 +113,17 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     >>> tools = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}]
     >>> print("\n".join(auto_call_grammar(tools, max_tokens=512).splitlines()[:5]))
     start: FREE | opening call ("\n<tool_call>" call){0,1}
-    FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|\{\s*"name")(?s:.*)/
-    PREAMBLE: /(?s:.{0,256})/ & ~/(?s:.*)(<tool_call>|\{\s*"name")(?s:.*)/
+    FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|<tool_response|\{\s*"name")(?s:.*)/
+    PREAMBLE: /(?s:.{0,256})/ & ~/(?s:.*)(<tool_call>|<tool_response|\{\s*"name")(?s:.*)/
     opening[lazy]: PREAMBLE "<tool_call>"
     call: "\n{\"name\": \"" named_call
     """
     preamble = max_tokens // 2
     calls = _call_count(max_tokens - preamble)
-    without_calls = '& ~/(?s:.*)(<tool_call>|\\{\\s*"name")(?s:.*)/'
+    # Free text writes no call outside the tag and no tool reply: the parser drops everything from
+    # "<tool_response" on, and after a call the embedded model wrote only such replies until its
+    # token limit (AgeMem on LoCoMo).
+    without_calls = '& ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/'
     return "\n".join([
         f"start: FREE | opening call{_more_calls(calls)}",
         f"FREE: /(?s:.*)/ {without_calls}",

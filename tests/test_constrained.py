@@ -92,6 +92,7 @@ def test_forced_call_grammar_takes_exactly_the_valid_calls(grammar_tokenizer, ch
         ('<tool_call>\n{"name": "search_memory", "arguments": {"top_k": 3}}\n</tool_call>', False),  # "query" missing
         (CALL + " Done.", False),  # nothing but another call after a call
         ('Calling {"name": "search_memory", "arguments": {"query": "x"}}', False),  # a call outside the tag
+        ("Done.\n<tool_response>\nno turn\n</tool_response>", False),  # the tool's reply is not the model's to write
         ("x" * 300 + CALL, False),  # a call opened too late to close within the reply's tokens
     ],
 )
