@@ -5,10 +5,13 @@ the tokens its grammar allows, after it consumes the token chosen. The engine ke
 constrained row, so rows of a batch follow their own grammars and unconstrained rows cost
 nothing.
 
-Grammars are llguidance's Lark dialect, whose ``%json {schema}`` rule is a JSON Schema.
-:func:`forced_call_grammar` is the rest of a forced tool call after
-:func:`~.tool_calling.forced_reply_prefix`: the tool's name (for ``"required"``), arguments
-that validate against its parameters' schema, and the closing tag.
+Grammars are llguidance's Lark dialect, whose ``%json {schema}`` rule is a JSON Schema:
+
+- :func:`forced_call_grammar`: the rest of a forced tool call after
+  :func:`~.tool_calling.forced_reply_prefix`: the tool's name (for ``"required"``),
+  arguments that validate against its parameters' schema, and the closing tag;
+- :func:`auto_call_grammar`: free text, or calls once the reply opens ``<tool_call>``;
+- :func:`json_reply_grammar`: one JSON value under a schema (``response_format``).
 
 >>> tools = [{"type": "function", "function": {"name": "search", "parameters": {
 ...     "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
@@ -101,9 +104,10 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     r"""The Lark grammar of a reply that may call tools (``tool_choice="auto"``).
 
     Text is free, except that it never writes a call outside the ``<tool_call>`` tag (no
-    ``{"name"``) nor a tool's reply (``<tool_response``). Once the reply opens ``<tool_call>`` each call is one of ``tools`` with
-    arguments that follow its schema (as in :func:`forced_call_grammar`), and calls may follow
-    one another, one per line, until the reply ends.
+    ``{"name"``) nor a tool's reply (``<tool_response``). Once the reply opens
+    ``<tool_call>`` each call is one of ``tools`` with arguments that follow its schema (as in
+    :func:`forced_call_grammar`), and calls may follow one another, one per line, until the
+    reply ends.
 
     Every call that opens must close within ``max_tokens``: text before the first call is
     at most half of them (in characters, so a token of at least one character fits),
@@ -123,11 +127,11 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     # Free text writes no call outside the tag and no tool reply: the parser drops everything from
     # "<tool_response" on, and after a call the embedded model wrote only such replies until its
     # token limit (AgeMem on LoCoMo).
-    without_calls = '& ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/'
+    no_call_or_reply = '& ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/'
     return "\n".join([
         f"start: FREE | opening call{_more_calls(calls)}",
-        f"FREE: /(?s:.*)/ {without_calls}",
-        f"PREAMBLE: /(?s:.{{0,{preamble}}})/ {without_calls}",
+        f"FREE: /(?s:.*)/ {no_call_or_reply}",
+        f"PREAMBLE: /(?s:.{{0,{preamble}}})/ {no_call_or_reply}",
         f"opening[lazy]: PREAMBLE {_lark_string(_OPENING)}",
         *_call_rules(tools, (max_tokens - preamble) // calls),
     ])
@@ -147,7 +151,8 @@ def _call_rules(tools: Sequence[dict[str, Any]], max_tokens: int) -> list[str]:
     """The rules ``call`` (after the opening tag) and ``named_call`` (from the name's opening quote: any tool's name, its arguments, the closing tag)."""
     after_name = '", "arguments": '
     calls = [f"{_lark_string(tool['function']['name'] + after_name)} args_{index} {_CLOSING}" for index, tool in enumerate(tools)]
-    return [f"call: {_lark_string(_CALL_HEAD)} named_call", "named_call: " + " | ".join(calls), *(_arguments_rule(index, tool, max_tokens) for index, tool in enumerate(tools))]
+    arguments = [_arguments_rule(index, tool, max_tokens) for index, tool in enumerate(tools)]
+    return [f"call: {_lark_string(_CALL_HEAD)} named_call", "named_call: " + " | ".join(calls), *arguments]
 
 
 def _arguments_rule(index: int, tool: dict[str, Any], max_tokens: int) -> str:
