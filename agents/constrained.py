@@ -109,30 +109,27 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     :func:`forced_call_grammar`), and calls may follow one another, one per line, until the
     reply ends.
 
-    Every call that opens must close within ``max_tokens``: text before the first call is
-    at most half of them (in characters, so a token of at least one character fits),
-    and the rest is shared by the calls that fit (:func:`_call_count`), whose strings are
-    bounded accordingly.
+    Every call that opens must close within ``max_tokens``: the text before the first call
+    takes at most half of them, and the rest is shared by the calls that fit
+    (:func:`_call_count`), whose strings are bounded accordingly.
 
     >>> tools = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}]
-    >>> print("\n".join(auto_call_grammar(tools, max_tokens=512).splitlines()[:5]))
+    >>> print("\n".join(auto_call_grammar(tools, max_tokens=512).splitlines()[:4]))
     start: FREE | opening call ("\n<tool_call>" call){0,1}
     FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|<tool_response|\{\s*"name")(?s:.*)/
-    PREAMBLE: /(?s:.{0,256})/ & ~/(?s:.*)(<tool_call>|<tool_response|\{\s*"name")(?s:.*)/
-    opening[lazy]: PREAMBLE "<tool_call>"
+    opening[lazy, max_tokens=256]: FREE "<tool_call>"
     call: "\n{\"name\": \"" named_call
     """
     preamble = max_tokens // 2
     calls = _call_count(max_tokens - preamble)
-    # Free text writes no call outside the tag and no tool reply: the parser drops everything from
-    # "<tool_response" on, and after a call the embedded model wrote only such replies until its
-    # token limit (AgeMem on LoCoMo).
-    no_call_or_reply = '& ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/'
+    # No call outside the tag, and no tool reply: the parser drops everything from
+    # "<tool_response" on, and after a call the embedded model wrote such lines before its next
+    # call (AgeMem on LoCoMo), which was then lost. The text before a call is bounded in tokens
+    # (llguidance's max_tokens): a bound in characters made its lexer run out of expressions.
     return "\n".join([
         f"start: FREE | opening call{_more_calls(calls)}",
-        f"FREE: /(?s:.*)/ {no_call_or_reply}",
-        f"PREAMBLE: /(?s:.{{0,{preamble}}})/ {no_call_or_reply}",
-        f"opening[lazy]: PREAMBLE {_lark_string(_OPENING)}",
+        'FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/',
+        f"opening[lazy, max_tokens={preamble}]: FREE {_lark_string(_OPENING)}",
         *_call_rules(tools, (max_tokens - preamble) // calls),
     ])
 

@@ -93,7 +93,9 @@ def test_forced_call_grammar_takes_exactly_the_valid_calls(grammar_tokenizer, ch
         (CALL + " Done.", False),  # nothing but another call after a call
         ('Calling {"name": "search_memory", "arguments": {"query": "x"}}', False),  # a call outside the tag
         ("Done.\n<tool_response>\nno turn\n</tool_response>", False),  # the tool's reply is not the model's to write
-        ("x" * 300 + CALL, False),  # a call opened too late to close within the reply's tokens
+        ("<tool_ <tool_ I will look.", True),  # half-written tags are text (this once exhausted llguidance's lexer)
+        ("word " * 260 + CALL, False),  # a call opened too late (after 256 of 512 tokens) to close within them
+        ("word " * 200 + CALL, True),
     ],
 )
 def test_auto_call_grammar_leaves_text_free_and_constrains_calls_once_opened(grammar_tokenizer, reply, accepted):
