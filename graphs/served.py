@@ -147,9 +147,9 @@ def served_options(environ: Mapping[str, str] = os.environ) -> GraphOptions:
 def served_store(environ: Mapping[str, str] = os.environ) -> BaseStore | None:
     """The ``PostgresStore`` at ``MEMAGENT_STORE_URL`` (tables created if missing), or ``None`` when unset.
 
-    Without the pgvector extension the store has no vector index: the memory banks rank
-    with their own in-process index, and LangMem's and AgeMem's store searches return
-    memories unranked.
+    Without the pgvector extension the store has no vector index: SUMER's bank ranks with its
+    own in-process index and AgeMem embeds its memories on each search, but LangMem's search
+    returns memories unranked.
 
     >>> served_store({}) is None
     True
