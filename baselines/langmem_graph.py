@@ -50,6 +50,7 @@ from ..agents.calls import (
 from ..agents.compiled_graph import node
 from ..agents.prompts import FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import chunk_text, optional_tokenizer
+from .agemem.store import default_agemem_store
 from .full_context import answer_update
 from .sumer import SumerInput, conversation_key
 
@@ -132,17 +133,6 @@ def memory_text(item: Any) -> str:
     if isinstance(value, dict) and set(value) == {"content"}:
         value = value["content"]
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _default_store(embeddings: Embeddings | None) -> BaseStore:
-    """An in-memory store with a semantic index over ``embeddings`` (default: the embedded MiniLM)."""
-    from langgraph.store.memory import InMemoryStore
-
-    from .embeddings import load_embeddings
-
-    embeddings = embeddings or load_embeddings()
-    dims = getattr(embeddings, "dimensions", None)
-    return InMemoryStore(index={"dims": dims if isinstance(dims, int) else len(embeddings.embed_query("dimensions")), "embed": embeddings})
 
 
 class _LangMemSteps:
@@ -277,7 +267,7 @@ def build_langmem_graph(
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"LangMem needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if store is None:
-        store = _default_store(embeddings)
+        store = default_agemem_store(embeddings)  # the items' "content" embedded, MiniLM loaded on first use
     elif embeddings is not None:
         raise ValueError("pass either store= (with its own index) or embeddings= (for the default store), not both")
     steps = _LangMemSteps(model, store, optional_tokenizer(tokenizer, model), extract_tokens=extract_tokens, chunk_tokens=chunk_tokens,
