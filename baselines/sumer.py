@@ -158,6 +158,7 @@ class SumerOutput(AnswerOutput, total=False):
     conversation_id: str
     turns_used: int  # assistant turns of the tool loop (the forced answer call is not one)
     tool_calls: int  # tool calls executed (dropped and malformed ones are not)
+    rejected_tool_calls: int  # calls that parsed but were not run: bad arguments, unknown tool, over the per-turn cap
     invalid_tool_calls: int  # calls that did not parse (the model got an error reply)
     stop_reason: StopReason
     forced_answer: bool  # True when the answer came from the tool-free final call
@@ -308,6 +309,7 @@ class _SumerSteps:
             "usage": NO_USAGE,
             "turns_used": 0,
             "tool_calls": 0,
+            "rejected_tool_calls": 0,
             "invalid_tool_calls": 0,
             "searches": [],
             "answer": None,
@@ -439,6 +441,7 @@ class _SumerSteps:
             "messages": replies,
             "searches": searches,
             "tool_calls": state["tool_calls"] + executed,
+            "rejected_tool_calls": state.get("rejected_tool_calls", 0) + len(calls) - executed,
             "invalid_tool_calls": state["invalid_tool_calls"] + len(reply.invalid_tool_calls),
             "context_tokens": context_tokens,
         }
@@ -589,7 +592,7 @@ def build_sumer_graph(
         A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` (raw
         messages, e.g. LoCoMo's ``sample.meta["turns"]``) and ``conversation_id``; output
         ``answer``, ``response``, ``usage``, ``question``, ``conversation_id``,
-        ``turns_used``, ``tool_calls``, ``invalid_tool_calls``, ``stop_reason``, ``forced_answer`` and ``searches``.
+        ``turns_used``, ``tool_calls``, ``rejected_tool_calls``, ``invalid_tool_calls``, ``stop_reason``, ``forced_answer`` and ``searches``.
 
     Example:
         >>> from langgraph_memagent import load_chat_model

@@ -27,6 +27,17 @@ with the temperature curriculum marked in ``benchmarks/figures/learning_reward_c
 Interrupted runs resume: a finished run's ``result.json`` is kept when its settings match,
 each run's "before" evaluation is kept in its ``before.json``, and training continues from
 its last checkpoint.
+
+Tool use (``--preset cpu-sumer``: SUMER on generated LoCoMo-shaped conversations). The
+held-out questions are generated conversations with the held-out entity names (people,
+places, pets no training conversation names) and the split's seed. Accuracy is SUMER's
+paper reward (judge-free F1 stand-in, -1 without a submitted answer; any opt-in evidence
+shaping is left out), and per question the benchmark reports the valid-call rate, searches,
+evidence recall of the searches, the submit rate and the answer's F1, each before and after
+with its paired standard error (``tool_use``). ``--locomo-questions N`` also answers N
+seeded questions of LoCoMo conv-30 greedily before and after (the real file, no tuning on
+it). Results: ``bench_learning_sumer_<split>.json``, figures
+``benchmarks/figures/learning_sumer_reward_curve.png`` and ``learning_sumer_tool_use.png``.
 """
 
 from __future__ import annotations
@@ -45,16 +56,23 @@ from ._common import OtherLoad, write_result
 NAME = "bench_learning"
 # Held-out sets: seeds no training run uses, and for test a key vocabulary none uses either.
 SPLITS = {"dev": {"seed": 10_000, "key_pool": "train"}, "test": {"seed": 20_000, "key_pool": "test"}}
-FIGURE = Path(__file__).resolve().parent / "figures" / "learning_reward_curve.png"
+# Generated conversations: both held-out splits use names no training conversation uses.
+HELD_OUT_ENTITIES = "test"
+FIGURES = Path(__file__).resolve().parent / "figures"
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+# Tool-use measures compared before and after (training.tool_use), in the order printed.
+TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_rate", "invalid_tool_calls")
 # Config fields the held-out evaluation depends on, and those that only shape training.
 CONFIG_KEYS = (
     "task", "target_tokens", "num_keys", "gold_position", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature",
+    "graph", "tool_choice", "max_turns", "turn_tokens", "max_context_tokens",
 )
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
-    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool",
+    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
+LOGGED = ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)
 
 
 def with_phase_temperatures(log: list[dict], phases: list[dict]) -> list[dict]:
@@ -69,17 +87,23 @@ def with_phase_temperatures(log: list[dict], phases: list[dict]) -> list[dict]:
     return [{"temperature": phase_temperature(entry["step"]), **entry} for entry in log]
 
 
-def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samples: int) -> dict[str, Any]:
-    """Accuracy sampled at T=1 (the issue's bar), at the training temperature when that differs, and greedy."""
+def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samples: int, locomo: list[dict]) -> dict[str, Any]:
+    """Accuracy sampled at T=1 (the issue's bar), at the training temperature when that differs, and greedy;
+    greedy on ``locomo`` questions when given. Accuracy is the paper reward, without any opt-in shaping."""
     from langgraph_memagent.training.evaluation import evaluate_policy
+    from langgraph_memagent.training.rollout_graphs import default_reward
 
-    runs = {"sampled": 1.0, "training_temperature": config.temperature, "greedy": 0.0}
+    runs = {"sampled": (1.0, records), "training_temperature": (config.temperature, records), "greedy": (0.0, records)}
     if config.temperature in (0.0, 1.0):
         del runs["training_temperature"]
+    if locomo:
+        runs["locomo_greedy"] = (0.0, locomo)
+    reward = default_reward(config, shaped=False)
     result = {}
-    for name, temperature in runs.items():
+    for name, (temperature, questions) in runs.items():
         evaluation = evaluate_policy(
-            model, tokenizer, records, config, temperature=temperature, rollouts_per_question=1 if temperature == 0 else samples, progress=True
+            model, tokenizer, questions, config, temperature=temperature, rollouts_per_question=1 if temperature == 0 else samples,
+            reward_fn=reward, progress=True,
         )
         result[name] = evaluation.to_dict()
         # Printed as each finishes: a run killed later (e.g. out of memory) still shows it.
@@ -111,11 +135,39 @@ def by_gold_rank(evaluation: dict[str, Any], ranks: list[int | None]) -> dict[st
     return {rank: 100.0 * sum(values) / len(values) for rank, values in sorted(split.items())}
 
 
+def locomo_records(questions: int) -> list[dict]:
+    """``questions`` of LoCoMo conv-30 as training rows: the seeded subset ``bench_locomo --limit`` answers."""
+    import random
+
+    from langgraph_memagent.training.data import load_training_file
+
+    if not questions:
+        return []
+    records = load_training_file(LOCOMO)
+    return [records[index] for index in sorted(random.Random(0).sample(range(len(records)), min(questions, len(records))))]
+
+
+def tool_use(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Each decoding's tool-use measures before and after, paired by question, with standard errors."""
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_measure
+
+    summary = {}
+    for name in after:
+        pair = PolicyEvaluation.from_dict(before[name]), PolicyEvaluation.from_dict(after[name])
+        measured = {measure: paired_measure(*pair, measure) for measure in TOOL_MEASURES}
+        if any(measured.values()):
+            summary[name] = {measure: value for measure, value in measured.items() if value is not None}
+    return summary
+
+
 def held_out_records(config: Any, tokenizer: Any, split: str, questions: int) -> list[dict]:
     """The ``split`` questions of ``config``'s task (the same for every training seed)."""
     from langgraph_memagent.agents.tokenizers import resolve_tokenizer
-    from langgraph_memagent.training.data import generate_samples
+    from langgraph_memagent.evals.conversations import CONVERSATIONS_TASK
+    from langgraph_memagent.training.data import conversation_records, generate_samples
 
+    if config.task == CONVERSATIONS_TASK:
+        return conversation_records(questions, seed=SPLITS[split]["seed"], entities=HELD_OUT_ENTITIES)
     return generate_samples(
         config.task, resolve_tokenizer(tokenizer), num_samples=questions, target_tokens=config.target_tokens,
         seed=SPLITS[split]["seed"], num_keys=config.num_keys, key_pool=SPLITS[split]["key_pool"], gold_rank=config.gold_position,
@@ -188,19 +240,22 @@ def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir:
 
 def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path) -> dict[str, Any]:
     """Before, training and after for one run; its result (also written to ``<output_dir>/result.json``)."""
+    from langgraph_memagent.evals.conversations import CONVERSATIONS_TASK
     from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
-    from langgraph_memagent.training.reward_curve import plot_reward_curve
+    from langgraph_memagent.training.reward_curve import plot_reward_curve, plot_tool_use_curve
 
     output_dir.mkdir(parents=True, exist_ok=True)
     config = parse_config(["--preset", args.preset, "--output_dir", str(output_dir), *trainer_args])
-    if config.key_pool != "train":
+    if config.task != CONVERSATIONS_TASK and config.key_pool != "train":
         raise SystemExit(f"training draws needle keys from key_pool {config.key_pool!r}: held-out keys are only unseen with --key_pool train")
     model, tokenizer = load_policy(config)
     held_out = held_out_records(config, tokenizer, args.split, args.eval_questions)
-    ranks = [record["gold_rank"] for record in held_out]
+    locomo = locomo_records(args.locomo_questions)
+    ranks = [record.get("gold_rank") for record in held_out]
     # What the "before" numbers depend on: a kept before.json must match this run.
     settings = {"split": args.split, **SPLITS[args.split], "eval_questions": args.eval_questions, "eval_samples": args.eval_samples,
+                "locomo_questions": args.locomo_questions,
                 **{key: getattr(config, key) for key in CONFIG_KEYS}}
     training = {key: getattr(config, key) for key in TRAINING_KEYS}
     planned = [(config.temperature, config.max_steps)] + ([(args.then_temperature, config.max_steps + args.then_steps)] if args.then_steps else [])
@@ -208,12 +263,13 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     if kept is not None:
         print(f"finished run kept from {output_dir / 'result.json'}: changes {kept['changes_points']}", flush=True)
         return kept
-    before = _kept_or_new_before(output_dir / "before.json", settings, lambda: _evaluate(model, tokenizer, held_out, config, args.eval_samples))
+    before = _kept_or_new_before(output_dir / "before.json", settings, lambda: _evaluate(model, tokenizer, held_out, config, args.eval_samples, locomo))
     policy, log_history, phases = _train_phases(args, trainer_args, output_dir, model, tokenizer)
     print("after training:", flush=True)
-    after = _evaluate(policy, tokenizer, held_out, config, args.eval_samples)
+    after = _evaluate(policy, tokenizer, held_out, config, args.eval_samples, locomo)
     log = with_phase_temperatures([entry for entry in log_history if "reward" in entry], phases)
     plot_reward_curve(log, output_dir / "learning_reward_curve.png")
+    plot_tool_use_curve(log, output_dir / "learning_tool_use.png")
     # Each decoding's change, paired by question, with its standard error in points.
     changes = {name: paired_gain(PolicyEvaluation.from_dict(before[name]), PolicyEvaluation.from_dict(after[name])) for name in after}
     result = {
@@ -224,8 +280,14 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
         "after": after,
         "changes_points": {name: change for name, (change, _) in changes.items()},
         "change_standard_errors_points": {name: error for name, (_, error) in changes.items()},
-        "by_gold_rank": {name: {"before": by_gold_rank(before[name], ranks), "after": by_gold_rank(after[name], ranks)} for name in after},
-        "reward_log": [{key: entry.get(key) for key in ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)} for entry in log],
+        "by_gold_rank": {
+            name: {"before": by_gold_rank(before[name], ranks), "after": by_gold_rank(after[name], ranks)}
+            for name in after if name != "locomo_greedy" and any(rank is not None for rank in ranks)
+        },
+        "tool_use": tool_use(before, after),
+        "reward_log": [
+            {key: value for key, value in entry.items() if key in LOGGED or key.startswith(("tools/", "reward/"))} for entry in log
+        ],
         "train_seconds": sum(phase["train_seconds"] or 0 for phase in phases),
         "peak_rss_gb": _peak_rss_gb(),
     }
@@ -261,10 +323,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--then-temperature", type=float, default=1.0, help="rollout temperature of the second phase (default: %(default)s)"
     )
+    parser.add_argument(
+        "--locomo-questions", type=int, default=0,
+        help="also answer this many seeded LoCoMo conv-30 questions greedily before and after (a tool graph's transfer check; default: none)",
+    )
     parser.add_argument("trainer_args", nargs="*", help="options for the trainer, after --")
     args = parser.parse_args(argv)
-    if args.then_steps < 0 or args.then_temperature <= 0:
-        parser.error(f"--then-steps must be >= 0 and --then-temperature > 0, got {args.then_steps} and {args.then_temperature}")
+    if args.then_steps < 0 or args.then_temperature <= 0 or args.locomo_questions < 0:
+        parser.error(
+            f"--then-steps and --locomo-questions must be >= 0 and --then-temperature > 0, got {args.then_steps}, "
+            f"{args.locomo_questions} and {args.then_temperature}"
+        )
     # The trainer logs each rollout batch's reward mean and spread at INFO: keep it visible.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     load = OtherLoad()
@@ -273,16 +342,26 @@ def main(argv: list[str] | None = None) -> int:
         runs = [run_one(args, [*args.trainer_args, "--seed", str(seed), "--data_seed", str(seed)], output_dir / f"seed-{seed}") for seed in args.seeds]
     else:
         runs = [run_one(args, args.trainer_args, output_dir)]
-    FIGURE.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile((output_dir / f"seed-{args.seeds[0]}" if args.seeds else output_dir) / "learning_reward_curve.png", FIGURE)
+    name = NAME if runs[0]["settings"]["graph"] == "memagent" else f"{NAME}_{runs[0]['settings']['graph']}"
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    first = output_dir / f"seed-{args.seeds[0]}" if args.seeds else output_dir
+    shutil.copyfile(first / "learning_reward_curve.png", FIGURES / f"{name.replace(NAME, 'learning')}_reward_curve.png")
+    if (first / "learning_tool_use.png").is_file():
+        shutil.copyfile(first / "learning_tool_use.png", FIGURES / f"{name.replace(NAME, 'learning')}_tool_use.png")
     result = {"split": args.split, "runs": runs, "across_runs": across_runs(runs), "other_cpu_cores": load.cores()}
-    write_result(f"{NAME}_{args.split}", result)
+    write_result(f"{name}_{args.split}", result)
     for name, change in result["across_runs"].items():
         errors = ", ".join(f"{error:.1f}" for error in change["within_run_standard_errors_points"])
         spread = f" ± {change['sd_points']:.1f} sd over {len(runs)} runs" if change["sd_points"] is not None else ""
         print(f"{NAME} ({args.split}): {name} {change['mean_points']:+.1f} points{spread} (within-run paired errors {errors})")
     for name, parts in runs[-1]["by_gold_rank"].items():
         print(f"  {name} by gold rank: before {parts['before']}, after {parts['after']}")
+    for name, measures in runs[-1]["tool_use"].items():
+        shown = "; ".join(
+            f"{measure} {value['before']:.3g} -> {value['after']:.3g} ({value['change']:+.3g} ± {value['standard_error']:.2g})"
+            for measure, value in measures.items()
+        )
+        print(f"  {name} tool use: {shown}")
     print(f"other load {load.cores():.2f} cores")
     return 0
 

@@ -470,8 +470,13 @@ def load_locomo(path: PathLike, *, include_adversarial: bool = False) -> list[Sa
     evidence dialogue ids with their sessions, speakers and dates, and every turn (shared by
     the records of one conversation) for memory banks that index raw messages.
     """
+    return locomo_samples(_read_json(path), path, include_adversarial=include_adversarial)
+
+
+def locomo_samples(data: Any, path: PathLike, *, include_adversarial: bool = False) -> list[Sample]:
+    """:func:`load_locomo` of already-parsed JSON (``path`` names it in errors and sample ids)."""
     samples = []
-    for sample_id, conversation, questions in _locomo_conversations(_read_json(path), path):
+    for sample_id, conversation, questions in _locomo_conversations(data, path):
         document, turns = render_locomo_conversation(conversation)
         by_id = {turn["dia_id"]: turn for turn in turns}
         for index, qa in enumerate(questions):

@@ -234,7 +234,7 @@ def test_presets_and_command_line():
     config = parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/smoke", "--learning_rate", "3e-5"])
     assert config.learning_rate == 3e-5  # explicit options override the preset
     assert config.reward_metric == "string_match_all" and config.use_lora and config.bf16 is False
-    assert set(PRESETS) == {"paper-7b", "cpu-smoke"}
+    assert set(PRESETS) == {"paper-7b", "cpu-smoke", "cpu-sumer"}
     assert PRESETS["paper-7b"]["reward_metric"] == "strict_boxed"
     with pytest.raises(ValueError, match="unknown --preset 'paper-70b'"):
         parse_config(["--preset", "paper-70b"])

@@ -1,4 +1,5 @@
-"""Training questions: generated RULER tasks with distractor needles, or MemAgent-format files."""
+"""Training questions: generated RULER tasks with distractor needles, generated LoCoMo-shaped
+conversations, MemAgent-format files or LoCoMo files."""
 
 from __future__ import annotations
 
@@ -62,6 +63,37 @@ def generate_samples(
     return [_sample_record(sample) for sample in samples]
 
 
+def _locomo_record(sample: Any) -> dict[str, Any]:
+    """A LoCoMo question as a training row: the graph input with the conversation's turns, golds and evidence ids."""
+    return {
+        **question_input(sample),
+        "answers": [str(answer) for answer in sample.answers],
+        "distractors": [],
+        "task": sample.task,
+        "evidence": list(sample.meta.get("evidence", [])),  # for evidence-recall measures and the opt-in shaping
+        "category": sample.meta.get("category_name"),
+    }
+
+
+def conversation_records(num_questions: int, *, seed: int, entities: str = "train") -> list[dict[str, Any]]:
+    """``num_questions`` questions of seeded generated conversations, as training rows with their evidence ids.
+
+    >>> rows = conversation_records(3, seed=1)
+    >>> len(rows), sorted(rows[0])[:4], rows[0]["evidence"]
+    (3, ['answers', 'category', 'distractors', 'document'], ['D3:4'])
+    """
+    from ..evals.conversations import generate_conversation
+    from ..evals.loaders import locomo_samples
+
+    records: list[dict[str, Any]] = []
+    index = 0
+    while len(records) < num_questions:
+        conversation = generate_conversation(index, seed=seed, entities=entities)
+        records += [_locomo_record(sample) for sample in locomo_samples([conversation], f"generated seed {seed}")]
+        index += 1
+    return records[:num_questions]
+
+
 def _question_of(record: dict[str, Any]) -> Any:
     prompt = record.get("prompt")
     if isinstance(prompt, str):
@@ -71,6 +103,16 @@ def _question_of(record: dict[str, Any]) -> Any:
     return record.get("question", record.get("input"))
 
 
+def _is_locomo(path: Path) -> bool:
+    """Whether a JSON file is in LoCoMo's layout (one conversation, or a list of ``conversation`` records)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return False  # reported by the MemAgent reader below
+    first = data[0] if isinstance(data, list) and data else data
+    return isinstance(first, dict) and "qa" in first and ("conversation" in first or "speaker_a" in first)
+
+
 def load_training_file(path: str | Path) -> list[dict[str, Any]]:
     """Records of a JSON list, JSONL or parquet file in MemAgent's training or evaluation format.
 
@@ -78,7 +120,9 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
     ``input``; document from ``context`` or ``document``; golds from
     ``reward_model.ground_truth`` or ``answers``. A record missing one raises with its index.
     A conversation's raw messages (``turns`` or ``meta.turns``, LoCoMo's turn dicts) are
-    kept as ``turns`` for the SUMER and AgeMem graphs.
+    kept as ``turns`` for the SUMER and AgeMem graphs. A LoCoMo file (either release layout,
+    or :mod:`evals.conversations` output) gives one row per question, with its turns and
+    evidence ids.
     """
     path = Path(path)
     if not path.is_file():
@@ -88,6 +132,10 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
 
         samples = load_memagent_train_parquet(path)
         return [{**question_input(sample), "answers": list(sample.answers), "distractors": [], "task": "file"} for sample in samples]
+    if path.suffix == ".json" and _is_locomo(path):
+        from ..evals.loaders import load_locomo
+
+        return [_locomo_record(sample) for sample in load_locomo(path)]
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         if path.suffix == ".jsonl":

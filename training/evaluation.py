@@ -20,7 +20,7 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -44,6 +44,8 @@ class PolicyEvaluation:
     """One reward per rollout, in [0, 1] for the answer rewards."""
     seconds: float
     """Wall time of the rollouts."""
+    measures: list[dict[str, Any]] = field(default_factory=list)
+    """Per rollout, in ``rewards``' order: tool use and reward parts (:func:`training.tool_use.tool_use_measures`)."""
 
     @property
     def accuracy(self) -> float:
@@ -58,7 +60,7 @@ class PolicyEvaluation:
     @classmethod
     def from_dict(cls, fields: dict[str, Any]) -> PolicyEvaluation:
         """The evaluation :meth:`to_dict` wrote (its derived fields are recomputed, not read)."""
-        return cls(fields["temperature"], fields["rollouts_per_question"], fields["rewards"], fields["seconds"])
+        return cls(fields["temperature"], fields["rollouts_per_question"], fields["rewards"], fields["seconds"], fields.get("measures", []))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, with ``accuracy``."""
@@ -93,6 +95,39 @@ def paired_gain(before: PolicyEvaluation, after: PolicyEvaluation) -> tuple[floa
         raise ValueError(f"before has {len(before_means)} questions, after {len(after_means)}: not the same question set")
     differences = [b - a for a, b in zip(before_means, after_means)]
     return after.accuracy - before.accuracy, 100.0 * _standard_error(differences)
+
+
+def paired_measure(before: PolicyEvaluation, after: PolicyEvaluation, name: str) -> dict[str, float | int] | None:
+    """A tool-use measure before and after on the same questions: both means, the change and its paired standard error.
+
+    Each question's value is the mean over its rollouts that have the measure (evidence
+    recall needs evidence ids, the valid-call rate a call); questions without it on either
+    side are left out (``questions`` counts the pairs). None when no question has it on both.
+
+    >>> before = PolicyEvaluation(0.0, 1, [0.0, 0.0], 1.0, [{"f1": 0.0}, {"f1": 0.5}])
+    >>> after = PolicyEvaluation(0.0, 1, [0.0, 0.0], 1.0, [{"f1": 0.5}, {"f1": 0.5}])
+    >>> paired_measure(before, after, "f1")
+    {'before': 0.25, 'after': 0.5, 'change': 0.25, 'standard_error': 0.25, 'questions': 2}
+    """
+    def per_question(evaluation: PolicyEvaluation) -> list[float | None]:
+        size = evaluation.rollouts_per_question
+        measures = evaluation.measures or [{}] * len(evaluation.rewards)
+        means = []
+        for start in range(0, len(measures), size):
+            values = [m[name] for m in measures[start : start + size] if isinstance(m.get(name), (int, float))]
+            means.append(statistics.fmean(values) if values else None)
+        return means
+
+    pairs = [(b, a) for b, a in zip(per_question(before), per_question(after), strict=True) if b is not None and a is not None]
+    if not pairs:
+        return None
+    return {
+        "before": statistics.fmean(b for b, _ in pairs),
+        "after": statistics.fmean(a for _, a in pairs),
+        "change": statistics.fmean(a - b for b, a in pairs),
+        "standard_error": _standard_error([a - b for b, a in pairs]),
+        "questions": len(pairs),
+    }
 
 
 def _standard_error(values: Sequence[float]) -> float:
@@ -151,7 +186,9 @@ def evaluate_policy(
             progress=f"evaluating (T={temperature:g})" if progress else None,
         )
     score_rollouts(rollouts, rows, reward_fn or default_reward(config))
-    return PolicyEvaluation(temperature, rollouts_per_question, [r.reward for r in rollouts], time.perf_counter() - started)
+    return PolicyEvaluation(
+        temperature, rollouts_per_question, [r.reward for r in rollouts], time.perf_counter() - started, [r.measures for r in rollouts]
+    )
 
 
-__all__ = ["PolicyEvaluation", "evaluate_policy", "paired_gain", "question_means"]
+__all__ = ["PolicyEvaluation", "evaluate_policy", "paired_gain", "paired_measure", "question_means"]

@@ -120,8 +120,9 @@ from typing import Any
 
 import torch
 
+from ..evals.conversations import CONVERSATIONS_TASK
 from .config import PRESETS, MultiConvGRPOConfig
-from .data import generate_samples, load_training_file
+from .data import conversation_records, generate_samples, load_training_file
 from .trainer import MultiConvGRPOTrainer
 
 logger = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     argv = list(sys.argv[1:] if argv is None else argv)
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--preset", default=None)
-    early.add_argument("--graph", default="memagent")
+    early.add_argument("--graph", default=None)
     early.add_argument("--task", default=None)
     known = early.parse_known_args(argv)[0]
     preset = known.preset
@@ -164,7 +165,7 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     parser = HfArgumentParser(MultiConvGRPOConfig, description=_DESCRIPTION)
     if preset is not None:
         defaults = PRESETS[preset]
-        if known.graph != "memagent":
+        if known.graph not in (None, defaults.get("graph", "memagent")):
             defaults = {key: value for key, value in defaults.items() if key not in _MEMAGENT_ONLY}
         if known.task not in (None, defaults.get("task")):
             defaults = {key: value for key, value in defaults.items() if key not in _TASK_ONLY}
@@ -204,13 +205,16 @@ def lora_config(config: MultiConvGRPOConfig) -> Any:
 
 
 def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[dict[str, Any]] | None = None) -> Any:
-    """The training rows: ``records`` (already read from ``train_file``), ``train_file``, or generated ``task`` samples."""
+    """The training rows: ``records`` (already read from ``train_file``), ``train_file``, or generated ``task`` samples
+    (RULER tasks, or LoCoMo-shaped conversations from the training entity names)."""
     from datasets import Dataset
 
     from ..agents.tokenizers import resolve_tokenizer
 
     if records is None and config.train_file:
         records = load_training_file(config.train_file)
+    elif records is None and config.task == CONVERSATIONS_TASK:
+        records = conversation_records(config.num_train_samples, seed=config.data_seed, entities="train")
     elif records is None:
         records = generate_samples(
             config.task,

@@ -14,11 +14,13 @@ FIRST_DRAW_REWARD = "dynamic_sampling/first_draw_reward"
 
 
 class RewardCurveCallback(TrainerCallback):
-    """Writes ``reward_curve.png`` (mean rollout reward per logged step) when training ends."""
+    """Writes ``reward_curve.png`` (mean rollout reward per logged step) when training ends, and
+    ``tool_use_curve.png`` for a tool-using graph."""
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.is_world_process_zero:
             plot_reward_curve(state.log_history, Path(args.output_dir) / "reward_curve.png")
+            plot_tool_use_curve(state.log_history, Path(args.output_dir) / "tool_use_curve.png")
 
 
 def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *, window: int = 4) -> Path | None:
@@ -75,6 +77,47 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
     axes.set_xlabel("optimizer step")
     axes.set_ylabel("reward")
     axes.grid(alpha=0.3)
+    figure.tight_layout()
+    return save_figure(figure, path)
+
+
+# Panels of the tool-use curve: (title, [(logged name, label)]).
+TOOL_USE_PANELS = (
+    ("reward", [("reward", "reward (trained on)"), ("reward/paper", "paper reward"), ("tools/f1", "answer F1")]),
+    ("calls", [("tools/valid_call_rate", "valid-call rate"), ("tools/submitted", "submit rate"), ("tools/evidence_recall", "evidence recall")]),
+    ("searches per rollout", [("tools/searches", "searches"), ("tools/tool_calls", "tool calls")]),
+)
+
+
+def plot_tool_use_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *, window: int = 4) -> Path | None:
+    """Reward, call quality and search counts of a tool-using graph's rollout batches against ``step``
+    (running means over ``window`` batches); ``None`` when no tool use was logged.
+
+    Example::
+
+        >>> plot_tool_use_curve([{"step": 1, "reward": -1.0, "tools/searches": 2.0}], "/tmp/tools.png")  # doctest: +SKIP
+    """
+    entries = [entry for entry in log_history if "tools/searches" in entry]
+    if not entries:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..evals.plots import save_figure
+
+    figure, panels = plt.subplots(1, len(TOOL_USE_PANELS), figsize=(12, 3.6))
+    for axes, (title, series) in zip(panels, TOOL_USE_PANELS):
+        for name, label in series:
+            points = [(entry["step"], entry[name]) for entry in entries if entry.get(name) is not None]
+            if points:
+                steps, values = zip(*points)
+                axes.plot(steps, running_mean(values, window), linewidth=2, label=label)
+        axes.set_title(f"{title} (running mean, {window} batches)", fontsize=9)
+        axes.set_xlabel("optimizer step")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=8)
     figure.tight_layout()
     return save_figure(figure, path)
 

@@ -16,6 +16,7 @@ from .rewards import (
     SumerReward,
 )
 from .rollouts import RewardFn
+from .tool_use import EvidenceShapedReward
 
 
 GraphBuilder = Callable[[Any, MultiConvGRPOConfig, Any], Any]
@@ -50,6 +51,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         agemem_turns_per_message=config.agemem_turns_per_message,
         agemem_distractor_messages=config.agemem_distractor_messages,
         embeddings_model=config.embeddings_model,
+        tool_choice=config.tool_choice,
     )
 
 
@@ -63,13 +65,15 @@ def rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> An
     return build_graph(config.graph, model, graph_options(config), tokenizer)
 
 
-def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None) -> RewardFn:
+def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bool = True) -> RewardFn:
     """The reward of ``config.graph``: MemAgent's answer verifier, SUMER's J x F1, AgeMem's composite.
 
     SUMER needs an LLM judge: ``judge`` (any chat model) or ``config.judge_model``;
     without either it fails unless ``config.reward_metric == "f1"`` chose the judge-free
     fallback; with ``config.sumer_require_submit`` (the paper's rule) only answers given
-    through ``submit_answer`` count (:class:`SubmittedAnswersOnly`). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
+    through ``submit_answer`` count (:class:`SubmittedAnswersOnly`); ``config.evidence_reward_weight``
+    adds the opt-in evidence shaping (:class:`EvidenceShapedReward`) unless ``shaped=False``
+    (the paper reward alone, for held-out measurements). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
     from the policy's window when unset) and ``config.agemem_turn_limit``.
 
     >>> default_reward(MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer"))
@@ -79,7 +83,8 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None) -> RewardF
     """
     if config.graph == "sumer":
         reward = _sumer_reward(config, judge)
-        return SubmittedAnswersOnly(reward) if config.sumer_require_submit else reward
+        reward = SubmittedAnswersOnly(reward) if config.sumer_require_submit else reward
+        return EvidenceShapedReward(reward, weight=config.evidence_reward_weight) if shaped and config.evidence_reward_weight else reward
     if config.graph == "agemem":
         if config.max_context_tokens is None:
             raise ValueError(

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from tqdm.auto import tqdm
+
+from .tool_use import tool_use_measures
 
 
 class MissingTokenIdsError(RuntimeError):
@@ -57,6 +59,7 @@ class Rollout:
     calls: list[LLMCall]
     output: dict[str, Any]
     reward: float = 0.0
+    measures: dict[str, Any] = field(default_factory=dict)  # tool use and reward parts, set when scored
 
     @property
     def completion_tokens(self) -> int:
@@ -164,9 +167,20 @@ RewardFn = Callable[[dict[str, Any], dict[str, Any]], float]
 
 
 def score_rollouts(rollouts: Sequence[Rollout], samples: Sequence[dict[str, Any]], reward_fn: RewardFn) -> None:
-    """Set each rollout's reward to ``reward_fn(graph output, sample)``."""
-    for rollout, sample in zip(rollouts, samples, strict=True):
-        rollout.reward = float(reward_fn(rollout.output, sample))
+    """Set each rollout's reward to ``reward_fn(graph output, sample)`` (one ``reward_fn.batch`` call when it has one)
+    and its ``measures``: tool use (:func:`~langgraph_memagent.training.tool_use.tool_use_measures`) and the reward's
+    parts when it reports them (``last_components``, e.g. the paper reward apart from an opt-in shaping)."""
+    outputs = [rollout.output for rollout in rollouts]
+    score_batch = getattr(reward_fn, "batch", None)
+    if callable(score_batch):
+        # One batched judge call for the whole rollout batch instead of one per rollout.
+        rewards = list(score_batch(outputs, list(samples)))
+    else:
+        rewards = [reward_fn(output, sample) for output, sample in zip(outputs, samples, strict=True)]
+    components = getattr(reward_fn, "last_components", None) or [{}] * len(rollouts)
+    for rollout, sample, reward, parts in zip(rollouts, samples, rewards, components, strict=True):
+        rollout.reward = float(reward)
+        rollout.measures = {**tool_use_measures(rollout.output, sample), **{f"reward/{name}": value for name, value in parts.items()}}
 
 
 __all__ = ["CallRecorder", "LLMCall", "MissingTokenIdsError", "Rollout", "RewardFn", "run_rollouts", "score_rollouts"]

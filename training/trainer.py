@@ -26,6 +26,7 @@ from .micro_batches import rows_per_part, split_rows, trim_part
 from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
 from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_reward, rollout_graph
 from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
+from .tool_use import mean_measures
 from .rows import (
     RowBatch,
     group_advantages,
@@ -185,14 +186,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
 
     def _score_rollouts(self, rollouts: Sequence[Rollout], inputs: Sequence[dict[str, Any]]) -> None:
-        score_batch = getattr(self.rollout_reward, "batch", None)
-        if callable(score_batch):
-            # One batched judge call for the whole rollout batch instead of one per rollout.
-            rewards = score_batch([rollout.output for rollout in rollouts], inputs)
-            for rollout, reward in zip(rollouts, rewards, strict=True):
-                rollout.reward = float(reward)
-        else:
-            score_rollouts(rollouts, inputs, self.rollout_reward)
+        score_rollouts(rollouts, inputs, self.rollout_reward)
 
     def _replace_flat_groups(self, rollouts: list[Rollout], num_generations: int, *, next_rollout_id: int) -> list[Rollout]:
         """DAPO's dynamic sampling: swap each group with one reward for all its rollouts for a fresh question's group.
@@ -413,6 +407,9 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         metrics["padding_rows"].append(padding)
         metrics["rollout_seconds"].append(seconds)
         metrics["temperature"].append(self.temperature)  # marks a temperature curriculum on the reward curve
+        for name, value in mean_measures([rollout.measures for rollout in rollouts]).items():
+            # Tool use (valid calls, searches, evidence recall, submits) and the reward's parts, e.g. reward/paper.
+            metrics[name if name.startswith("reward/") else f"tools/{name}"].append(value)
         if self.accelerator.is_main_process:
             logger.info(
                 "rollout batch at step %d: %d rollouts, %d rows (+%d padding), reward %.3f +- %.3f, %.1f s",

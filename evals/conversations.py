@@ -1,0 +1,234 @@
+"""Seeded LoCoMo-shaped conversations: two speakers, dated sessions, planted facts among small talk.
+
+Training data for the memory-tool graphs with nothing to download. Each conversation is
+written in LoCoMo's own JSON layout (``locomo10.json``: ``sample_id``, ``conversation`` with
+``speaker_a``/``speaker_b``, ``session_N`` turns with ``dia_id`` ``"D<session>:<turn>"`` and
+``session_N_date_time``, and ``qa``), so :func:`~langgraph_memagent.evals.loaders.load_records`
+and every graph read it unchanged.
+
+Facts are planted in single turns among small talk; each gets a question in one of LoCoMo's
+categories (the loader's numbering) with its gold answer and evidence turn ids:
+
+* single-hop (4): "Where did Maya travel to?", one turn;
+* multi-hop (1): a relative's city in one session, a visit to that relative in a later one;
+  "Which city is Maya flying to?" needs both turns;
+* temporal (2): "I ran my first marathon yesterday" in a session dated 8 May 2023;
+  "When did Maya run a marathon?" is answered "7 May, 2023", LoCoMo's date style;
+* open-domain (3): an inference from a stated fact ("I'm allergic to cats" -> "Would Maya
+  want a cat as a pet?" "No").
+
+The other speaker often states the same kind of fact with another value, so an answer must
+come from the right speaker. Names, places and pets come from two disjoint pools:
+``entities="train"`` for training sets, ``"test"`` for held-out ones, which should also use
+another seed. Conversation ``i`` of a call is drawn from a generator seeded with
+``(seed, entities, i)``: same arguments, same bytes.
+
+>>> conversation, = generate_conversations(1, seed=7)
+>>> conversation["qa"][0]["evidence"][0] in {turn["dia_id"] for key, turns in conversation["conversation"].items()
+...     if key.startswith("session_") and isinstance(turns, list) for turn in turns}
+True
+>>> sorted({qa["category"] for qa in generate_conversations(4, seed=7)[2]["qa"]}) != []
+True
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import random
+import tempfile
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+ENTITY_POOLS = ("train", "test")
+CONVERSATIONS_TASK = "conversations"
+"""The trainer's ``task`` name for these conversations."""
+
+# Disjoint vocabularies: a held-out conversation never names a person, place or pet a training one does.
+_NAMES = {
+    "train": ["Maya", "Jon", "Gina", "Omar", "Lena", "Victor", "Priya", "Tomas", "Aisha", "Ben", "Clara", "Dmitri", "Elena", "Felix", "Hana", "Ivan"],
+    "test": ["Nora", "Raj", "Sofia", "Kenji", "Amara", "Lucas", "Ingrid", "Mateo", "Zara", "Oscar", "Yuki", "Pablo", "Leila", "Hugo", "Tara", "Emil"],
+}
+_PLACES = {
+    "train": ["Lisbon", "Denver", "Kyoto", "Nairobi", "Oslo", "Perth", "Seville", "Toronto", "Hanoi", "Dublin", "Quito", "Krakow"],
+    "test": ["Porto", "Austin", "Osaka", "Accra", "Bergen", "Hobart", "Granada", "Calgary", "Manila", "Galway", "Lima", "Gdansk"],
+}
+_PETS = {
+    "train": ["Biscuit", "Pepper", "Mochi", "Rocket", "Juniper", "Waffles", "Ziggy", "Nacho"],
+    "test": ["Pickle", "Cosmo", "Tofu", "Bandit", "Clover", "Noodle", "Ripley", "Sprout"],
+}
+_RELATIVES = ["sister", "brother", "cousin", "aunt", "uncle"]
+_INSTRUMENTS = ["violin", "guitar", "piano", "cello", "drums", "flute", "saxophone", "ukulele"]
+_FOODS = ["sushi", "lasagna", "tacos", "ramen", "paella", "dumplings", "curry", "falafel"]
+_JOBS = ["nurse", "architect", "teacher", "chef", "pilot", "librarian", "carpenter", "photographer"]
+_ANIMALS = ["dog", "cat", "rabbit", "parrot"]
+# (past tense, base form) of dated events.
+_EVENTS = [
+    ("ran my first marathon", "run a marathon"),
+    ("adopted a kitten", "adopt a kitten"),
+    ("sold my old car", "sell the old car"),
+    ("started pottery classes", "start pottery classes"),
+    ("passed my driving test", "pass the driving test"),
+    ("planted a vegetable garden", "plant a vegetable garden"),
+    ("joined a rock climbing gym", "join a rock climbing gym"),
+    ("moved into a new apartment", "move into a new apartment"),
+]
+# Small talk in exchanges (a line and its reply): an opener, fillers, a closer per session.
+_OPENERS = [
+    ("Hey {other}! Good to hear from you. How have you been?", "Pretty good, thanks! Busy week, but nothing dramatic."),
+    ("Hi {other}, it's been a while! What's new?", "Hi! Not too much, just the usual routine."),
+    ("Morning {other}! How's your week going?", "Good so far, thanks for asking!"),
+]
+_FILLERS = [
+    ("Did you do anything fun over the weekend?", "Not much, I mostly stayed in and read a book."),
+    ("The weather has been lovely lately, hasn't it?", "Yes! I went for a long walk this morning."),
+    ("Have you watched anything good recently?", "I started a documentary series about oceans. It's fascinating."),
+    ("How is your family doing?", "Everyone is well, thanks for asking."),
+    ("I tried a new coffee place near my office.", "Oh nice, I'm always looking for a good coffee spot."),
+    ("I've been trying to get more sleep lately.", "Good idea. I always feel better after a full night's sleep."),
+    ("Work has been keeping me really busy.", "I hope things calm down for you soon."),
+    ("Any plans for the holidays?", "Nothing fixed yet, maybe a quiet few days at home."),
+]
+_CLOSERS = [
+    ("Anyway, it's always nice to chat with you.", "Same here! Let's catch up again soon."),
+    ("I should get going. Talk soon!", "Definitely. Take care, {other}!"),
+]
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+
+
+def _date_time(moment: datetime.datetime) -> str:
+    """LoCoMo's session stamp, e.g. ``"4:04 pm on 20 January, 2023"``."""
+    hour = moment.hour % 12 or 12
+    return f"{hour}:{moment.minute:02d} {'am' if moment.hour < 12 else 'pm'} on {_date(moment.date())}"
+
+
+def _date(day: datetime.date) -> str:
+    """LoCoMo's answer style for dates, e.g. ``"19 January, 2023"``."""
+    return f"{day.day} {_MONTHS[day.month - 1]}, {day.year}"
+
+
+def _fact(kind: str, rng: random.Random, entities: str, taken: set[str]) -> dict[str, Any]:
+    """One plantable fact: the turn(s) that state it and the question it answers (speaker filled in later)."""
+
+    def pick(pool: Sequence[str]) -> str:
+        value = rng.choice([item for item in pool if item not in taken] or list(pool))
+        taken.add(value)
+        return value
+
+    if kind == "travel":
+        place = pick(_PLACES[entities])
+        return {"turns": [f"I just got back from a week in {place}! The food was amazing."], "question": "Where did {name} travel to?", "answer": place, "category": 4}
+    if kind == "pet":
+        pet, animal = pick(_PETS[entities]), rng.choice(_ANIMALS)
+        return {"turns": [f"We got a {animal}! We named him {pet}."], "question": "What is the name of {name}'s " + animal + "?", "answer": pet, "category": 4}
+    if kind == "job":
+        job = pick(_JOBS)
+        return {"turns": [f"Big news: I start a new job as {'an' if job[0] in 'aeiou' else 'a'} {job} next month."], "question": "What is {name}'s new job?", "answer": job, "category": 4}
+    if kind == "instrument":
+        instrument = pick(_INSTRUMENTS)
+        return {"turns": [f"I've been learning to play the {instrument}. My neighbours are patient."], "question": "Which instrument is {name} learning to play?", "answer": instrument, "category": 4}
+    if kind == "food":
+        food = pick(_FOODS)
+        return {"turns": [f"Honestly, {food} is my favourite food. I could eat it every day."], "question": "What is {name}'s favourite food?", "answer": food, "category": 4}
+    if kind == "relative":
+        relative, place = rng.choice(_RELATIVES), pick(_PLACES[entities])
+        return {
+            "turns": [f"My {relative} just moved to {place} for work.", f"I'm flying out to visit my {relative} next week!"],
+            "question": "Which city is {name} flying to next week?", "answer": place, "category": 1,
+        }
+    if kind == "event":
+        past, base = rng.choice(_EVENTS)
+        return {"turns": [f"Guess what, I {past} yesterday!"], "question": "When did {name} " + base + "?", "answer": None, "category": 2}
+    if kind == "allergy":
+        animal = rng.choice(["cat", "dog"])
+        return {"turns": [f"I'm allergic to {animal}s, so I sneeze whenever I visit friends who have one."], "question": "Would {name} want a " + animal + " as a pet?", "answer": "No", "category": 3}
+    raise ValueError(f"unknown fact kind {kind!r}")
+
+
+_FACT_KINDS = ("travel", "pet", "job", "instrument", "food", "relative", "event", "allergy")
+
+
+def generate_conversation(
+    index: int, *, seed: int, entities: str = "train", sessions: tuple[int, int] = (4, 8), turns: tuple[int, int] = (6, 10), facts: int = 6
+) -> dict[str, Any]:
+    """Conversation ``index`` of the seeded set, in ``locomo10.json``'s record layout (see the module docstring)."""
+    rng = random.Random(zlib.crc32(f"{seed}/{entities}/{index}".encode()))
+    speakers = rng.sample(_NAMES[entities], 2)
+    session_count = rng.randint(*sessions)
+    start = datetime.datetime(2022, 1, 1, 9) + datetime.timedelta(days=rng.randrange(730), minutes=rng.randrange(600))
+    taken: set[str] = set()
+    kinds = rng.sample(_FACT_KINDS, min(facts, len(_FACT_KINDS)))
+    # Each planted fact: who says it and in which session; multi-turn facts span two sessions.
+    plan: list[tuple[int, str, str, dict[str, Any]]] = []
+    for kind in kinds:
+        speaker = rng.choice(speakers)
+        fact = _fact(kind, rng, entities, taken)
+        first = rng.randrange(session_count - (len(fact["turns"]) > 1))
+        plan.append((first, speaker, kind, fact))
+        if rng.random() < 0.5 and kind not in ("relative", "event", "allergy"):
+            # The other speaker states the same kind of fact with another value: the answer needs the right speaker.
+            plan.append((rng.randrange(session_count), speakers[speakers[0] == speaker], kind, _fact(kind, rng, entities, taken)))
+    conversation: dict[str, Any] = {"speaker_a": speakers[0], "speaker_b": speakers[1]}
+    evidence = [[""] * len(fact["turns"]) for *_, fact in plan]  # dia ids of each fact's turns
+    pending: dict[int, list[tuple[int, int]]] = {}  # session -> (fact index, part)
+    for number, (session, _speaker, _kind, fact) in enumerate(plan):
+        pending.setdefault(session, []).append((number, 0))
+        if len(fact["turns"]) > 1:
+            pending.setdefault(rng.randrange(session + 1, session_count), []).append((number, 1))
+    moment, session_dates = start, []
+    for session in range(session_count):
+        moment += datetime.timedelta(days=rng.randint(3, 20), minutes=rng.randrange(-120, 120))
+        session_dates.append(moment.date())
+        facts_here = pending.get(session, [])
+        length = rng.randint(*turns) - len(facts_here)
+        lines = list(rng.choice(_OPENERS))
+        while len(lines) < max(length - 2, 2):
+            lines += rng.choice(_FILLERS)
+        lines += rng.choice(_CLOSERS)
+        speaker_of = [speakers[(turn + session) % 2] for turn in range(len(lines))]
+        # Facts go between the opener and the closer, each said by its own speaker.
+        for number, part in facts_here:
+            slot = rng.randint(2, len(lines) - 2)
+            lines.insert(slot, plan[number][3]["turns"][part])
+            speaker_of.insert(slot, plan[number][1])
+        for number, part in facts_here:  # turn ids once every fact is in
+            evidence[number][part] = f"D{session + 1}:{lines.index(plan[number][3]['turns'][part]) + 1}"
+        conversation[f"session_{session + 1}_date_time"] = _date_time(moment)
+        conversation[f"session_{session + 1}"] = [
+            {"speaker": who, "dia_id": f"D{session + 1}:{turn + 1}", "text": text.format(other=speakers[who == speakers[0]])}
+            for turn, (who, text) in enumerate(zip(speaker_of, lines))
+        ]
+    qa = []
+    for (_session, speaker, _kind, fact), dia_ids in zip(plan, evidence):
+        answer = fact["answer"]
+        if fact["category"] == 2:  # "yesterday", said in the session of the fact's turn
+            answer = _date(session_dates[int(dia_ids[0][1:].split(":")[0]) - 1] - datetime.timedelta(days=1))
+        qa.append({"question": fact["question"].format(name=speaker), "answer": answer, "evidence": dia_ids, "category": fact["category"]})
+    return {"sample_id": f"synthetic-{entities}-{seed}-{index}", "conversation": conversation, "qa": qa}
+
+
+def generate_conversations(count: int, *, seed: int, entities: str = "train", **sizes: Any) -> list[dict[str, Any]]:
+    """``count`` seeded conversations (``sizes``: ``sessions``, ``turns``, ``facts`` of :func:`generate_conversation`)."""
+    if entities not in ENTITY_POOLS:
+        raise ValueError(f"entities must be one of {list(ENTITY_POOLS)}, got {entities!r}")
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}")
+    return [generate_conversation(index, seed=seed, entities=entities, **sizes) for index in range(count)]
+
+
+def write_conversations(path: str | Path, conversations: Sequence[dict[str, Any]]) -> Path:
+    """Write ``conversations`` as one ``locomo10.json``-layout file, atomically; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(list(conversations), out, ensure_ascii=False, indent=1)
+    os.replace(temp, path)
+    return path
+
+
+__all__ = ["CONVERSATIONS_TASK", "ENTITY_POOLS", "generate_conversation", "generate_conversations", "write_conversations"]

@@ -1,0 +1,191 @@
+# ruff: noqa: F811  (test functions take the fixtures imported from test_training as arguments)
+"""Teaching tool use: generated LoCoMo-shaped conversations, tool-use measures, the opt-in evidence
+shaping, and the trainer's and benchmark's reports of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from datasets import Dataset
+
+from langgraph_memagent.evals.conversations import generate_conversations, write_conversations
+from langgraph_memagent.evals.loaders import load_records
+from langgraph_memagent.graphs.registry import GRAPHS
+from langgraph_memagent.training.data import conversation_records, load_training_file
+from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_measure
+from langgraph_memagent.training.grpo_multiconv import parse_config, training_dataset
+from langgraph_memagent.training.rewards import JudgeFreeSumerReward, SubmittedAnswersOnly
+from langgraph_memagent.training.rollout_graphs import default_reward, rollout_graph
+from langgraph_memagent.training.rollouts import run_rollouts, score_rollouts
+from langgraph_memagent.training.rows import rollout_group_ids
+from langgraph_memagent.training.tool_use import EvidenceShapedReward, tool_use_measures
+from test_training import make_trainer, tiny_config, tiny_model_dir  # noqa: F401 (fixtures)
+from test_training_tools import scripted_policy, tokenizer  # noqa: F401 (fixtures)
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+
+
+def turns_of(conversation: dict) -> dict[str, dict]:
+    return {
+        turn["dia_id"]: {**turn, "session": key}
+        for key, turns in conversation["conversation"].items()
+        if key.startswith("session_") and isinstance(turns, list)
+        for turn in turns
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# The generator
+# ---------------------------------------------------------------------------------------
+def test_generated_conversations_are_locomo_files_whose_evidence_holds_the_answers(tmp_path):
+    conversations = generate_conversations(12, seed=3)
+    assert generate_conversations(12, seed=3) == conversations  # seeded: same arguments, same conversations
+    assert generate_conversations(12, seed=4) != conversations
+    categories = set()
+    for conversation in conversations:
+        turns = turns_of(conversation)
+        sessions = {turn["session"] for turn in turns.values()}
+        assert 4 <= len(sessions) <= 8
+        for qa in conversation["qa"]:
+            categories.add(qa["category"])
+            said = [turns[dia_id] for dia_id in qa["evidence"]]
+            assert all(turn["speaker"] in qa["question"] for turn in said), (qa, said)
+            if qa["category"] in (1, 4):  # the answer is said in an evidence turn
+                assert any(qa["answer"] in turn["text"] for turn in said), (qa, said)
+            if qa["category"] == 1:  # multi-hop: two turns in two sessions
+                assert len({turn["session"] for turn in said}) == 2, qa
+            if qa["category"] == 2:  # "yesterday": the day before the session's date
+                session_date = conversation["conversation"][f"{said[0]['session']}_date_time"].split(" on ")[1]
+                assert "yesterday" in said[0]["text"] and qa["answer"] != session_date
+    assert categories == {1, 2, 3, 4}  # LoCoMo's multi-hop, temporal, open-domain and single-hop
+    # LoCoMo's own layout: the loader reads it unchanged, with evidence ids and turns.
+    path = write_conversations(tmp_path / "generated.json", conversations)
+    samples = load_records(path)
+    assert len(samples) == sum(len(c["qa"]) for c in conversations)
+    assert samples[0].meta["evidence"] == conversations[0]["qa"][0]["evidence"] and samples[0].meta["turns"]
+
+
+def test_held_out_conversations_name_no_training_entity():
+    def names(conversations):
+        found = set()
+        for conversation in conversations:
+            found |= {conversation["conversation"]["speaker_a"], conversation["conversation"]["speaker_b"]}
+            found |= {qa["answer"] for qa in conversation["qa"] if qa["category"] in (1, 4) and qa["answer"][0].isupper()}
+        return found
+
+    training, held_out = names(generate_conversations(40, seed=1)), names(generate_conversations(40, seed=10_000, entities="test"))
+    assert training and held_out and not training & held_out
+    with pytest.raises(ValueError, match="entities must be one of \\['train', 'test'\\], got 'dev'"):
+        generate_conversations(1, seed=1, entities="dev")
+
+
+def test_training_rows_from_generated_and_real_locomo_files_keep_turns_and_evidence(tmp_path):
+    rows = conversation_records(10, seed=5)
+    assert len(rows) == 10 and all(row["evidence"] and row["turns"] and row["answers"] for row in rows)
+    assert rows == conversation_records(10, seed=5)
+    path = write_conversations(tmp_path / "train.json", generate_conversations(2, seed=5))
+    from_file = load_training_file(path)
+    assert [row["question"] for row in from_file[:10]] == [row["question"] for row in rows]
+    assert GRAPHS["sumer"].graph_input(from_file[0])["turns"] == rows[0]["turns"]
+    real = load_training_file(LOCOMO)  # the real conv-30, adversarial questions left out
+    assert len(real) == 81 and real[0]["answers"] == ["19 January, 2023"] and real[0]["evidence"] == ["D1:2"]
+    # The trainer's generated task: rows through a datasets.Dataset, graph input unchanged.
+    config = parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path / "run"), "--num_train_samples", "6"])
+    dataset = training_dataset(config, tokenizer=None)
+    assert isinstance(dataset, Dataset) and len(dataset) == 6
+    assert GRAPHS["sumer"].graph_input(dataset[0]) == GRAPHS["sumer"].graph_input(conversation_records(1, seed=config.data_seed)[0])
+
+
+# ---------------------------------------------------------------------------------------
+# Measures and the opt-in shaping
+# ---------------------------------------------------------------------------------------
+def test_evidence_shaping_adds_recall_to_the_paper_reward_and_keeps_both_parts(tmp_path):
+    sample = {"answers": ["Oslo"], "evidence": ["D1:2", "D2:5"]}
+    outputs = [
+        {"answer": "Oslo", "stop_reason": "submitted", "searches": [{"hits": ["D1:2"]}]},  # paper 1.0, recall 1/2
+        {"answer": "Oslo", "stop_reason": "turn_limit", "searches": [{"hits": ["D2:5", "D1:2"]}]},  # not submitted: -1, recall 1
+        {"answer": None, "stop_reason": "turn_limit", "searches": []},  # -1, recall 0
+    ]
+    reward = EvidenceShapedReward(SubmittedAnswersOnly(JudgeFreeSumerReward()), weight=0.4)
+    assert reward.batch(outputs, [sample] * 3) == pytest.approx([1.2, -0.6, -1.0])
+    assert reward.last_components == [{"paper": 1.0, "evidence": 0.5}, {"paper": -1.0, "evidence": 1.0}, {"paper": -1.0, "evidence": 0.0}]
+    # From the trainer's config: shaping only when asked for, and the paper reward alone on request.
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", evidence_reward_weight=0.4)
+    assert isinstance(default_reward(config), EvidenceShapedReward)
+    assert isinstance(default_reward(config, shaped=False), SubmittedAnswersOnly)
+    assert isinstance(default_reward(tiny_config(tmp_path, graph="sumer", reward_metric="f1")), SubmittedAnswersOnly)
+    with pytest.raises(ValueError, match="evidence_reward_weight must be >= 0 .* got 0.4 with graph 'agemem'"):
+        tiny_config(tmp_path, graph="agemem", reward_metric=None, evidence_reward_weight=0.4)
+    with pytest.raises(ValueError, match="evidence_reward_weight must be >= 0 .* got -1"):
+        tiny_config(tmp_path, graph="sumer", reward_metric="f1", evidence_reward_weight=-1)
+
+
+def test_sumer_counts_refused_calls_and_the_measures_read_them(tokenizer, tmp_path):
+    record = next(row for row in conversation_records(8, seed=2) if len(row["evidence"]) == 1)
+    speakers = {turn["speaker"] for turn in record["turns"]}
+    evidence_text = next(turn["text"] for turn in record["turns"] if turn["dia_id"] == record["evidence"][0])
+
+    def script(prompt: str) -> str:
+        if "<tool_response" not in prompt:  # a filter on a speaker the conversation does not have: refused
+            return '<tool_call>\n{"name": "search_memory", "arguments": {"query": "trip", "speaker": "Nobody"}}\n</tool_call>'
+        if "Answer submitted" not in prompt and "search '" not in prompt:
+            query = json.dumps(evidence_text)
+            return f'<tool_call>\n{{"name": "search_memory", "arguments": {{"query": {query}, "k": 1}}}}\n</tool_call>'
+        answer = json.dumps(record["answers"][0])
+        return f'<tool_call>\n{{"name": "submit_answer", "arguments": {{"answer": {answer}}}}}\n</tool_call>'
+
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", max_turns=4, turn_tokens=96, answer_tokens=32)
+    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    (rollout,) = run_rollouts(graph, [GRAPHS["sumer"].graph_input(record)], rollout_group_ids(1, 1))
+    out = rollout.output
+    assert "Nobody" not in speakers
+    assert (out["stop_reason"], out["tool_calls"], out["rejected_tool_calls"], out["invalid_tool_calls"]) == ("submitted", 2, 1, 0)
+    score_rollouts([rollout], [record], EvidenceShapedReward(default_reward(config), weight=0.5))
+    measures = rollout.measures
+    assert measures["valid_call_rate"] == pytest.approx(2 / 3) and measures["tool_calls"] == 3
+    assert (measures["searches"], measures["evidence_recall"], measures["submitted"], measures["f1"]) == (1, 1.0, 1.0, 1.0)
+    assert rollout.reward == 1.5 and (measures["reward/paper"], measures["reward/evidence"]) == (1.0, 1.0)
+    assert tool_use_measures({"response": "no tools"}, record) == {}  # MemAgent's outputs have no tool use
+
+
+def test_paired_measures_leave_out_questions_without_the_measure():
+    before = PolicyEvaluation(1.0, 2, [0.0] * 6, 1.0, [{"f1": 0.0}, {"f1": 0.2}, {"f1": 0.5}, {"f1": 0.5}, {}, {"f1": 1.0}])
+    after = PolicyEvaluation(1.0, 2, [0.0] * 6, 1.0, [{"f1": 0.4}, {"f1": 0.4}, {}, {}, {"f1": 0.3}, {"f1": 0.3}])
+    # Question 1: 0.1 -> 0.4; question 2 has no "after"; question 3: 1.0 -> 0.3.
+    result = paired_measure(before, after, "f1")
+    assert result["questions"] == 2 and result["before"] == pytest.approx(0.55) and result["after"] == pytest.approx(0.35)
+    assert result["change"] == pytest.approx(-0.2) and result["standard_error"] == pytest.approx(0.5)
+    assert paired_measure(before, after, "searches") is None
+
+
+# ---------------------------------------------------------------------------------------
+# The trainer's logs and the benchmark's summaries
+# ---------------------------------------------------------------------------------------
+def test_trainer_logs_tool_use_and_both_reward_parts(tiny_model_dir, tmp_path):
+    dataset = Dataset.from_list(conversation_records(2, seed=4))
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", max_turns=1, turn_tokens=8, answer_tokens=4,
+                         evidence_reward_weight=0.5, tool_choice="auto", reward_curve=True)
+    trainer = make_trainer(tiny_model_dir, dataset, config)
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    for name in ("tools/searches", "tools/submitted", "tools/f1", "reward/paper", "reward/evidence"):
+        assert name in logged, name
+    # The tiny random model never submits: the paper reward is SUMER's -1, and the total adds 0.5 x recall.
+    assert logged["reward/paper"] == -1.0 and logged["reward"] == pytest.approx(-1.0 + 0.5 * logged["reward/evidence"])
+    assert (Path(config.output_dir) / "tool_use_curve.png").is_file()
+
+
+def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():
+    from benchmarks.bench_learning import locomo_records, tool_use
+
+    before = PolicyEvaluation(0.0, 1, [-1.0, -1.0], 1.0, [{"f1": 0.0, "searches": 2}, {"f1": 0.0, "searches": 0}]).to_dict()
+    after = PolicyEvaluation(0.0, 1, [1.0, -1.0], 1.0, [{"f1": 1.0, "searches": 1}, {"f1": 0.0, "searches": 1}]).to_dict()
+    summary = tool_use({"greedy": before}, {"greedy": after})["greedy"]
+    assert summary["f1"]["change"] == 0.5 and summary["searches"]["change"] == 0.0 and "evidence_recall" not in summary
+    # The same 16 questions bench_locomo --limit 16 answers (the harness's seeded subset).
+    import random
+
+    chosen = sorted(random.Random(0).sample(range(81), 16))
+    assert [row["question"] for row in locomo_records(16)] == [load_training_file(LOCOMO)[index]["question"] for index in chosen]

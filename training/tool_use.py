@@ -1,0 +1,128 @@
+"""How a tool-using rollout used its tools, and the opt-in evidence shaping for small models.
+
+:func:`tool_use_measures` reads a graph output (SUMER's ``tool_calls``, ``invalid_tool_calls``,
+``searches`` and ``stop_reason``; AgeMem's ``memory_item_count``) against the row's gold answers and
+LoCoMo evidence ids. The trainer logs their batch means, and the held-out evaluation keeps them
+per rollout.
+
+:class:`EvidenceShapedReward` adds credit for searches that retrieve an evidence turn to a
+paper reward. It is ours, not a paper's, and off unless asked for
+(``evidence_reward_weight``): a 135M model rarely earns SUMER's reward at first, and the
+generator's evidence ids say which searches were on the right track. The paper reward stays
+visible on its own: every batch keeps both parts (``last_components``), logged as
+``reward/paper`` and ``reward/evidence``.
+
+>>> output = {"tool_calls": 3, "invalid_tool_calls": 1, "stop_reason": "submitted", "answer": "Oslo",
+...           "searches": [{"hits": ["D1:2", "D3:4"]}, {"hits": ["D2:1"]}]}
+>>> measures = tool_use_measures(output, {"answers": ["Oslo"], "evidence": ["D3:4", "D5:1"]})
+>>> measures["valid_call_rate"], measures["searches"], measures["evidence_recall"], measures["submitted"], measures["f1"]
+(0.75, 2, 0.5, 1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Callable
+
+from ..evals.locomo_scoring import f1
+from .rewards import gold_answers
+
+
+def evidence_recall(searches: Any, evidence: Sequence[str], *, k: int | None = None) -> float | None:
+    """Share of ``evidence`` turn ids among the hits of a run's searches (each search's first ``k``); None without evidence.
+
+    >>> evidence_recall([{"hits": ["D1:2", "D3:4"]}], ["D3:4"], k=1), evidence_recall([], ["D3:4"])
+    (0.0, 0.0)
+    """
+    if not evidence:
+        return None
+    found = {hit for search in searches or () for hit in (search.get("hits") or ())[:k]}
+    return len(found & set(evidence)) / len(set(evidence))
+
+
+def tool_use_measures(output: dict[str, Any], sample: dict[str, Any], *, k: int | None = None) -> dict[str, Any]:
+    """Per-rollout tool use: valid-call rate, searches, evidence recall@k of the searches, submit, F1 of the answer.
+
+    ``valid_call_rate`` is the share of calls the tools ran: not malformed (``invalid_tool_calls``,
+    which constrained decoding rules out) nor refused for their arguments (SUMER's
+    ``rejected_tool_calls``, e.g. a speaker the conversation does not have); None without calls; ``submitted`` is 1.0 when the episode ended with ``submit_answer``; ``f1`` scores
+    whatever answer the run returned (Mem0's token F1); ``memory_items`` is AgeMem's stored item count.
+    An output without tool statistics (MemAgent's) has no measures.
+
+    >>> tool_use_measures({"response": "42"}, {"answers": ["42"]})
+    {}
+    """
+    if "tool_calls" not in output:
+        return {}
+    valid, invalid = output.get("tool_calls") or 0, output.get("invalid_tool_calls") or 0
+    rejected = output.get("rejected_tool_calls") or 0
+    searches = output.get("searches") or []
+    answer = output.get("answer")
+    measures: dict[str, Any] = {
+        "valid_call_rate": valid / (valid + rejected + invalid) if valid + rejected + invalid else None,
+        "tool_calls": valid + rejected + invalid,
+        "invalid_tool_calls": invalid,
+        "searches": len(searches),
+        "evidence_recall": evidence_recall(searches, sample.get("evidence") or [], k=k),
+        "submitted": float(output.get("stop_reason") == "submitted"),
+        "stop_reason": output.get("stop_reason"),
+        "f1": f1(answer, gold_answers(sample)) if answer else 0.0,
+    }
+    if "memory_item_count" in output:
+        measures["memory_items"] = output["memory_item_count"]
+    return measures
+
+
+def mean_measures(measures: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The mean of each numeric measure over the rollouts that have it.
+
+    >>> mean_measures([{"f1": 1.0, "valid_call_rate": None}, {"f1": 0.0, "valid_call_rate": 1.0}])
+    {'f1': 0.5, 'valid_call_rate': 1.0}
+    """
+    names = dict.fromkeys(name for measure in measures for name in measure)
+    means = {}
+    for name in names:
+        values = [m[name] for m in measures if isinstance(m.get(name), (int, float)) and not isinstance(m.get(name), bool)]
+        if values:
+            means[name] = sum(values) / len(values)
+    return means
+
+
+class EvidenceShapedReward:
+    """A paper reward plus ``weight`` x the evidence recall of the rollout's searches (ours, opt-in).
+
+    ``batch`` keeps the wrapped reward's batching (one judge call per batch). Each call sets
+    ``last_components``: per rollout, ``{"paper": ..., "evidence": ...}`` (the recall before
+    weighting; 0 for rows without evidence ids).
+
+    >>> from langgraph_memagent.training.rewards import JudgeFreeSumerReward
+    >>> reward = EvidenceShapedReward(JudgeFreeSumerReward(), weight=0.5)
+    >>> reward({"answer": None, "searches": [{"hits": ["D1:1"]}]}, {"answers": ["x"], "evidence": ["D1:1"]})
+    -0.5
+    >>> reward.last_components
+    [{'paper': -1.0, 'evidence': 1.0}]
+    """
+
+    def __init__(self, reward: Callable[[dict[str, Any], dict[str, Any]], float], *, weight: float):
+        if not weight > 0:
+            raise ValueError(f"evidence shaping weight must be > 0, got {weight!r}")
+        self.reward, self.weight = reward, weight
+        self.last_components: list[dict[str, float]] = []
+        self.__name__ = f"{getattr(reward, '__name__', 'reward')}_evidence_shaped"  # TRL logs rewards under this name
+
+    def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        return self.batch([output], [sample])[0]
+
+    def batch(self, outputs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]) -> list[float]:
+        """Shaped rewards of many rollouts, through the wrapped reward's ``batch`` when it has one."""
+        score_batch = getattr(self.reward, "batch", None)
+        if callable(score_batch):
+            paper = [float(value) for value in score_batch(outputs, samples)]
+        else:
+            paper = [float(self.reward(output, sample)) for output, sample in zip(outputs, samples, strict=True)]
+        recalls = [evidence_recall(output.get("searches"), sample.get("evidence") or []) or 0.0 for output, sample in zip(outputs, samples)]
+        self.last_components = [{"paper": p, "evidence": r} for p, r in zip(paper, recalls)]
+        return [p + self.weight * r for p, r in zip(paper, recalls)]
+
+
+__all__ = ["EvidenceShapedReward", "evidence_recall", "mean_measures", "tool_use_measures"]
