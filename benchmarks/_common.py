@@ -150,13 +150,20 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+def _running_module(name: str) -> str:
+    """The benchmark module this process runs (``python -m benchmarks.<module>``), else ``name``."""
+    module = Path(sys.argv[0]).stem
+    return module if module.startswith("bench_") else name
+
+
 def write_result(name: str, result: dict[str, Any]) -> Path:
     """Write ``results/<name>.json`` atomically (temp file in the same directory, then rename)."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     payload = {
         "benchmark": name,
-        "command": " ".join([Path(sys.executable).name, "-m", f"benchmarks.{name}", *sys.argv[1:]]),
+        # The module that ran (results named after a variant, e.g. bench_locomo_tools, come from bench_locomo).
+        "command": " ".join([Path(sys.executable).name, "-m", f"benchmarks.{_running_module(name)}", *sys.argv[1:]]),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine(),
         **result,

@@ -1,15 +1,15 @@
-"""LoCoMo on the embedded SmolLM2-135M: SUMER, AgeMem, RAG, full context and MemAgent on one real conversation.
+"""LoCoMo on the embedded SmolLM2-135M: SUMER, AgeMem, LangMem, RAG, full context and MemAgent on one real conversation.
 
 The conversation is ``shared/data/locomo_conv30.json`` (LoCoMo conv-30: 19 sessions, 369
 turns, 81 questions without the adversarial category). A seeded subset of questions is
 run (``--limit``; every graph answers the same ones), greedy, with the per-category
 token F1 and BLEU-1 of Mem0's evaluation code (as the SUMER paper reports) and, with
 ``--judge``, the LLM judge's J. This is ``memagent compare`` with fixed settings; it resumes
-like it. Runs alone (not in ``make bench``): 16 questions take hours on 2 cores (AgeMem
-about 15 minutes a question).
+like it. Runs alone (not in ``make bench``): 16 questions of all six graphs take about 1.5
+hours on 2 cores.
 
 After the comparison, :func:`tool_use` tabulates what the tool-using graphs did, per
-question: tool calls and invalid ones, searches and those that returned an evidence turn
+question: tool calls, refused and invalid ones, searches and those that returned an evidence turn
 (LoCoMo's evidence ids), submitted answers and stop reasons (SUMER), tool calls by name
 (AgeMem), extraction calls and stored memories (LangMem), and every graph's LLM calls and
 prompt tokens. Written to ``benchmarks/results/bench_locomo_tools.json`` and printed.
@@ -53,6 +53,8 @@ def tool_use(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 by_name.update(count if isinstance(count, dict) else {"executed": count})
             summary["tool_calls_by_name"] = {name: total / len(rows) for name, total in sorted(by_name.items())}
             summary["invalid_tool_calls"] = sum(detail.get("invalid_tool_calls", 0) for detail in details) + by_name.get("invalid", 0)
+            if any("rejected_tool_calls" in detail for detail in details):  # SUMER: parsed, refused for their arguments
+                summary["rejected_tool_calls"] = sum(detail.get("rejected_tool_calls", 0) for detail in details)
         if searched:
             total = sum(found["searches"] for found in searched)
             summary["searches"] = total / len(rows)

@@ -189,3 +189,12 @@ def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():
 
     chosen = sorted(random.Random(0).sample(range(81), 16))
     assert [row["question"] for row in locomo_records(16)] == [load_training_file(LOCOMO)[index]["question"] for index in chosen]
+
+
+def test_a_result_named_after_a_variant_names_the_module_that_ran(monkeypatch, tmp_path):
+    from benchmarks import _common
+
+    monkeypatch.setattr(_common, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr("sys.argv", ["/repo/benchmarks/bench_locomo.py", "--limit", "2"])
+    written = json.loads(_common.write_result("bench_locomo_tools", {}).read_text())
+    assert written["command"].endswith(" -m benchmarks.bench_locomo --limit 2")
