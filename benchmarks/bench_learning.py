@@ -342,14 +342,15 @@ def main(argv: list[str] | None = None) -> int:
         runs = [run_one(args, [*args.trainer_args, "--seed", str(seed), "--data_seed", str(seed)], output_dir / f"seed-{seed}") for seed in args.seeds]
     else:
         runs = [run_one(args, args.trainer_args, output_dir)]
-    name = NAME if runs[0]["settings"]["graph"] == "memagent" else f"{NAME}_{runs[0]['settings']['graph']}"
+    graph = runs[0]["settings"]["graph"]
+    variant = "" if graph == "memagent" else f"_{graph}"  # MemAgent's files keep their names
     FIGURES.mkdir(parents=True, exist_ok=True)
     first = output_dir / f"seed-{args.seeds[0]}" if args.seeds else output_dir
-    shutil.copyfile(first / "learning_reward_curve.png", FIGURES / f"{name.replace(NAME, 'learning')}_reward_curve.png")
+    shutil.copyfile(first / "learning_reward_curve.png", FIGURES / f"learning{variant}_reward_curve.png")
     if (first / "learning_tool_use.png").is_file():
-        shutil.copyfile(first / "learning_tool_use.png", FIGURES / f"{name.replace(NAME, 'learning')}_tool_use.png")
+        shutil.copyfile(first / "learning_tool_use.png", FIGURES / f"learning{variant}_tool_use.png")
     result = {"split": args.split, "runs": runs, "across_runs": across_runs(runs), "other_cpu_cores": load.cores()}
-    write_result(f"{name}_{args.split}", result)
+    write_result(f"{NAME}{variant}_{args.split}", result)
     for name, change in result["across_runs"].items():
         errors = ", ".join(f"{error:.1f}" for error in change["within_run_standard_errors_points"])
         spread = f" ± {change['sd_points']:.1f} sd over {len(runs)} runs" if change["sd_points"] is not None else ""

@@ -42,7 +42,7 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
     namespace = {"q": short.question, "d": short.document, "inputs": inputs, "__name__": "readme"}
 
     blocks = [block for block in readme_blocks("python") if SERVER_IMPORT not in block.code]
-    assert len(blocks) == 3, [block.line for block in blocks]
+    assert len(blocks) == 4, [block.line for block in blocks]
     for block in blocks:
         _run_block(block, namespace)
 
@@ -50,6 +50,9 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
     assert len(namespace["samples"]) == 8 and namespace["samples"][0].metric in ("any", "all")
     assert len(namespace["records"]) == 2 and namespace["records"][0].answers
     assert (tmp_path / "eval_niah.json").is_file() and (tmp_path / "runs.sqlite").is_file()
+    from langgraph_memagent.evals import load_records  # the generated conversations are LoCoMo files
+
+    assert len(load_records(tmp_path / "train.json")) > 64 and load_records(tmp_path / "held_out.json")[0].meta["evidence"]
 
 
 @pytest.mark.parametrize("block", readme_blocks("bash"), ids=lambda block: f"README.md:{block.line}")

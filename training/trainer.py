@@ -26,7 +26,6 @@ from .micro_batches import rows_per_part, split_rows, trim_part
 from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
 from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_reward, rollout_graph
 from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
-from .tool_use import mean_measures
 from .rows import (
     RowBatch,
     group_advantages,
@@ -36,6 +35,7 @@ from .rows import (
     rows_to_tensors,
     vllm_importance_ratio,
 )
+from .tool_use import mean_measures
 
 
 logger = logging.getLogger(__name__)
