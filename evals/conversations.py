@@ -155,13 +155,23 @@ _FACT_KINDS = ("travel", "pet", "job", "instrument", "food", "relative", "event"
 def generate_conversation(
     index: int, *, seed: int, entities: str = "train", sessions: tuple[int, int] = (4, 8), turns: tuple[int, int] = (6, 10), facts: int = 6
 ) -> dict[str, Any]:
-    """Conversation ``index`` of the seeded set, in ``locomo10.json``'s record layout (see the module docstring)."""
+    """Conversation ``index`` of the seeded set, in ``locomo10.json``'s record layout (see the module docstring).
+
+    ``sessions`` and ``turns`` are (fewest, most) per conversation and per session; ``facts``
+    is how many kinds of fact are planted (up to 8), each with its question.
+    """
+    # Two sessions at least: a multi-hop fact spans two.
+    for name, (low, high), least in (("sessions", sessions, 2), ("turns", turns, 1)):
+        if not least <= low <= high:
+            raise ValueError(f"{name} must be (fewest, most) with {least} <= fewest <= most, got {(low, high)!r}")
+    if not 1 <= facts <= len(_FACT_KINDS):
+        raise ValueError(f"facts must be between 1 and {len(_FACT_KINDS)}, got {facts!r}")
     rng = random.Random(zlib.crc32(f"{seed}/{entities}/{index}".encode()))
     speakers = rng.sample(_NAMES[entities], 2)
     session_count = rng.randint(*sessions)
     start = datetime.datetime(2022, 1, 1, 9) + datetime.timedelta(days=rng.randrange(730), minutes=rng.randrange(600))
     taken: set[str] = set()
-    kinds = rng.sample(_FACT_KINDS, min(facts, len(_FACT_KINDS)))
+    kinds = rng.sample(_FACT_KINDS, facts)
     # Each planted fact: who says it and in which session; multi-turn facts span two sessions.
     plan: list[tuple[int, str, str, dict[str, Any]]] = []
     for kind in kinds:

@@ -79,6 +79,10 @@ def test_held_out_conversations_name_no_training_entity():
     assert training and held_out and not training & held_out
     with pytest.raises(ValueError, match="entities must be one of \\['train', 'test'\\], got 'dev'"):
         generate_conversations(1, seed=1, entities="dev")
+    with pytest.raises(ValueError, match=r"sessions must be \(fewest, most\) with 2 <= fewest <= most, got \(1, 3\)"):
+        generate_conversations(1, seed=1, sessions=(1, 3))
+    with pytest.raises(ValueError, match="facts must be between 1 and 8, got 9"):
+        generate_conversations(1, seed=1, facts=9)
 
 
 def test_training_rows_from_generated_and_real_locomo_files_keep_turns_and_evidence(tmp_path):
