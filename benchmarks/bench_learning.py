@@ -137,14 +137,10 @@ def by_gold_rank(evaluation: dict[str, Any], ranks: list[int | None]) -> dict[st
 
 def locomo_records(questions: int) -> list[dict]:
     """``questions`` of LoCoMo conv-30 as training rows: the seeded subset ``bench_locomo --limit`` answers."""
-    import random
-
+    from langgraph_memagent.evals.harness import seeded_subset
     from langgraph_memagent.training.data import load_training_file
 
-    if not questions:
-        return []
-    records = load_training_file(LOCOMO)
-    return [records[index] for index in sorted(random.Random(0).sample(range(len(records)), min(questions, len(records))))]
+    return seeded_subset(load_training_file(LOCOMO), questions, seed=0) if questions else []
 
 
 def tool_use(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -238,9 +238,8 @@ def iter_sample_sets(config: ComparisonConfig, codec: Any) -> Iterator[SampleSet
                 raise ComparisonError(str(error)) from error
             if not records:
                 raise ComparisonError(f"data file {path!r} holds no records")
-            if config.limit is not None and len(records) > config.limit:
-                chosen = sorted(random.Random(config.seed).sample(range(len(records)), config.limit))
-                records = [records[index] for index in chosen]
+            if config.limit is not None:
+                records = seeded_subset(records, config.limit, config.seed)
             by_task: dict[str, list[Any]] = {}
             for record in records:
                 by_task.setdefault(record.task, []).append(record)
@@ -353,6 +352,17 @@ class _Job:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
+
+
+def seeded_subset(records: Sequence[Any], limit: int, seed: int) -> list[Any]:
+    """At most ``limit`` of ``records``, a seeded random choice kept in their order (``compare --limit``).
+
+    >>> seeded_subset(list("abcdef"), 3, seed=0), seeded_subset(list("ab"), 3, seed=0)
+    (['a', 'd', 'f'], ['a', 'b'])
+    """
+    if len(records) <= limit:
+        return list(records)
+    return [records[index] for index in sorted(random.Random(seed).sample(range(len(records)), limit))]
 
 
 def evidence_searches(searches: Any, evidence: Any) -> dict[str, int] | None:

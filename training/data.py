@@ -103,12 +103,8 @@ def _question_of(record: dict[str, Any]) -> Any:
     return record.get("question", record.get("input"))
 
 
-def _is_locomo(path: Path) -> bool:
-    """Whether a JSON file is in LoCoMo's layout (one conversation, or a list of ``conversation`` records)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except json.JSONDecodeError:
-        return False  # reported by the MemAgent reader below
+def _is_locomo(data: Any) -> bool:
+    """Whether parsed JSON is in LoCoMo's layout (one conversation, or a list of ``conversation`` records)."""
     first = data[0] if isinstance(data, list) and data else data
     return isinstance(first, dict) and "qa" in first and ("conversation" in first or "speaker_a" in first)
 
@@ -132,10 +128,6 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
 
         samples = load_memagent_train_parquet(path)
         return [{**question_input(sample), "answers": list(sample.answers), "distractors": [], "task": "file"} for sample in samples]
-    if path.suffix == ".json" and _is_locomo(path):
-        from ..evals.loaders import load_locomo
-
-        return [_locomo_record(sample) for sample in load_locomo(path)]
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         if path.suffix == ".jsonl":
@@ -144,6 +136,10 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
             raw = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"train_file {str(path)!r} is not valid JSON{' lines' if path.suffix == '.jsonl' else ''}: {error}") from None
+    if _is_locomo(raw):
+        from ..evals.loaders import locomo_samples
+
+        return [_locomo_record(sample) for sample in locomo_samples(raw, path)]
     if not isinstance(raw, list):
         raise ValueError(f"train_file {str(path)!r} must hold a list of records, got {type(raw).__name__}")
     records = []
