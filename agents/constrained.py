@@ -17,26 +17,36 @@ Grammars are llguidance's Lark dialect, whose ``%json {schema}`` rule is a JSON 
 ...     "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
 >>> print(forced_call_grammar(tools, {"type": "function", "function": {"name": "search"}}, max_tokens=128))
 start: " " args_0 "}\n</tool_call>"
-args_0: %json {"type": "object", "properties": {"query": {"type": "string", "maxLength": 96}}, "required": ["query"], "additionalProperties": false, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
+args_0: %json {"type": "object", "properties": {"query": {"type": "string", "maxLength": 99}}, "required": ["query"], "additionalProperties": false, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # Limits a forced call's arguments get where their schema sets none (ours: the embedded model,
 # forced to call, looped inside one string until its token limit cut the call).
 MAX_STRING_CHARS = 160
 MAX_ARRAY_ITEMS = 16
+# An array gets as many items as leave each this many characters (at least one item).
+MIN_ITEM_CHARS = 16
+# Digits of an integer whose schema sets no bound.
+INTEGER_DIGITS = 9
+# Characters a number is counted at: JSON Schema cannot bound its fraction digits, nor can llguidance.
+NUMBER_CHARS = 24
+# What a value of any type may be in a bounded call: a scalar (an object's keys could not be bounded).
+_ANY_SCALAR = [{"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
 # Calls one reply may make (SUMER's cap per turn), each with at least this many tokens.
 MAX_CALLS = 5
 CALL_TOKENS = 128
-# Tokens of a forced call besides its string values: the tool name, keys, punctuation, closing tag, EOS.
-CALL_OVERHEAD_TOKENS = 32
 # JSON written as json.dumps writes it (the tool prompt's own example), with no other whitespace.
 _JSON_STYLE = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+_ITEM_SEPARATOR, _KEY_SEPARATOR = _JSON_STYLE["item_separator"], _JSON_STYLE["key_separator"]
+# How many tokens a text takes: a tokenizer's count, or ``len`` (a token holds at least one character).
+Count = Callable[[str], int]
 
 
 def _lark_string(text: str) -> str:
@@ -44,63 +54,142 @@ def _lark_string(text: str) -> str:
     return json.dumps(text)
 
 
-def _bounded(schema: Any, max_string: int) -> Any:
-    """``schema`` with closed objects and length limits where it sets none.
+def _fit(schema: Any, budget: int, count: Count = len) -> Any:
+    """``schema`` closed and bounded so that every value it admits takes at most ``budget`` tokens of JSON.
 
-    A forced call has to close within the call's token limit: objects take only their
-    declared properties (as OpenAI's strict mode does), strings at most ``max_string``
-    characters and arrays ``MAX_ARRAY_ITEMS`` items.
+    A forced call has to close within its token limit. ``count`` gives the tokens of the
+    schema's fixed text (keys, punctuation, enum values; by default its characters, the most
+    a text can take); a string's characters each count as a token, which bounds text
+    without escapes. Objects take only their declared properties (as OpenAI's strict mode
+    does), and those share what the keys and punctuation leave; an array takes as many items
+    as leave each ``MIN_ITEM_CHARS``; strings take at most ``MAX_STRING_CHARS``, integers
+    ``INTEGER_DIGITS`` digits. Bounds the schema sets are kept where they fit. Raises
+    ``ValueError`` when what the schema requires cannot fit.
+
+    >>> _fit({"type": "array", "items": {"type": "string"}}, 40)
+    {'type': 'array', 'items': {'type': 'string', 'maxLength': 16}, 'maxItems': 2}
     """
-    if isinstance(schema, list):
-        return [_bounded(item, max_string) for item in schema]
-    if not isinstance(schema, dict):
+    if not isinstance(schema, dict) or "enum" in schema or "const" in schema:
         return schema
-    bounded = {key: _bounded(value, max_string) for key, value in schema.items()}
-    if schema.get("type") == "object" or "properties" in schema:
-        bounded.setdefault("additionalProperties", False)
-    if schema.get("type") == "string" and "enum" not in schema and "const" not in schema:
-        bounded.setdefault("maxLength", max_string)
-    if schema.get("type") == "array":
-        bounded.setdefault("maxItems", MAX_ARRAY_ITEMS)
-    return bounded
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        schema = {**{key: value for key, value in schema.items() if key != "type"}, "anyOf": [{"type": each} for each in kind]}
+    elif kind is None and not any(key in schema for key in ("anyOf", "oneOf", "allOf", "properties", "items")):
+        schema = {**schema, "anyOf": _ANY_SCALAR}
+    fitted = dict(schema)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            fitted[key] = [_fit(branch, budget, count) for branch in schema[key]]
+    if kind == "string":
+        fitted["maxLength"] = min(schema.get("maxLength", MAX_STRING_CHARS), MAX_STRING_CHARS, budget - count('""'))
+        if fitted["maxLength"] < schema.get("minLength", 0) or fitted["maxLength"] < 0:
+            raise ValueError(f"a string of at least {schema.get('minLength', 0)} characters cannot fit in {budget} tokens")
+    elif kind == "integer":
+        limit = 10 ** max(min(INTEGER_DIGITS, budget - 1), 1) - 1
+        fitted["minimum"], fitted["maximum"] = max(schema.get("minimum", -limit), -limit), min(schema.get("maximum", limit), limit)
+    elif kind == "array":
+        fitted.update(_fit_items(schema, budget, count))
+    elif kind == "object" or "properties" in schema:
+        fitted.update(_fit_properties(schema, budget, count))
+    if _longest(fitted, count) > budget:
+        raise ValueError(f"{json.dumps(schema)[:80]} cannot fit in {budget} tokens")
+    return fitted
 
 
-def _string_fields(schema: Any) -> int:
-    if isinstance(schema, list):
-        return sum(map(_string_fields, schema))
-    if not isinstance(schema, dict):
-        return 0
-    return int(schema.get("type") == "string") + sum(_string_fields(value) for value in schema.values())
+def _fit_items(schema: dict[str, Any], budget: int, count: Count) -> dict[str, Any]:
+    """An array's ``items`` and ``maxItems``: as many items as fit (MIN_ITEM_CHARS each), sharing ``budget``."""
+    least, brackets, separator = schema.get("minItems", 0), count("[]"), count(_ITEM_SEPARATOR)
+    most = min(schema.get("maxItems", MAX_ARRAY_ITEMS), max(least, 1, (budget - brackets + separator) // (MIN_ITEM_CHARS + separator)))
+    for items in range(most, max(least, 1) - 1, -1):
+        try:
+            return {"items": _fit(schema.get("items", {}), (budget - brackets - separator * (items - 1)) // items, count), "maxItems": items}
+        except ValueError:
+            continue
+    if least == 0:
+        return {"maxItems": 0}
+    raise ValueError(f"an array of at least {least} items cannot fit in {budget} tokens")
+
+
+def _fit_properties(schema: dict[str, Any], budget: int, count: Count) -> dict[str, Any]:
+    """An object's ``properties``, closed: after keys and punctuation, each property of fixed
+    length takes its length and the others share the rest equally."""
+    properties = schema.get("properties", {})
+    fixed = {key: _longest(_fit(value, budget, count), count) for key, value in properties.items() if not _variable(value)}
+    variable = [key for key in properties if key not in fixed]
+    keys = sum(count(json.dumps(key) + _KEY_SEPARATOR) for key in properties)
+    left = budget - count("{}") - keys - count(_ITEM_SEPARATOR) * max(len(properties) - 1, 0) - sum(fixed.values())
+    share = left // max(len(variable), 1)
+    fitted = {key: _fit(value, share if key in variable else budget, count) for key, value in properties.items()}
+    return {"properties": fitted, "additionalProperties": False}
+
+
+def _variable(schema: Any) -> bool:
+    """Whether the longest value ``schema`` admits depends on the room it is given."""
+    if not isinstance(schema, dict) or "enum" in schema or "const" in schema:
+        return False
+    kind = schema.get("type")
+    if kind in ("boolean", "null", "number", "integer"):
+        return False  # an integer without bounds gets INTEGER_DIGITS
+    if kind == "object" or "properties" in schema:
+        return any(map(_variable, schema.get("properties", {}).values()))
+    branches = [branch for key in ("anyOf", "oneOf", "allOf") for branch in schema.get(key, [])]
+    return kind is not None or not branches or any(map(_variable, branches))
+
+
+def _longest(schema: Any, count: Count) -> int:
+    """Tokens of the longest JSON value a schema bounded by :func:`_fit` admits, counted as :func:`_fit` counts."""
+    if "enum" in schema or "const" in schema:
+        return max(count(json.dumps(value)) for value in schema.get("enum", [schema.get("const")]))
+    lengths = [_longest(branch, count) for key in ("anyOf", "oneOf") for branch in schema.get(key, [])]
+    lengths += [min(_longest(branch, count) for branch in schema["allOf"])] if "allOf" in schema else []
+    kind = schema.get("type")
+    if kind == "string":
+        lengths.append(count('""') + schema["maxLength"])
+    elif kind == "integer":
+        lengths.append(max(count(str(schema["minimum"])), count(str(schema["maximum"]))))
+    elif kind in ("number", "boolean", "null"):
+        lengths.append(NUMBER_CHARS if kind == "number" else count(json.dumps(kind == "null" and None)))
+    elif kind == "array":
+        items = schema["maxItems"]
+        lengths.append(count("[]") + items * _longest(schema["items"], count) + count(_ITEM_SEPARATOR) * (items - 1) if items else count("[]"))
+    elif kind == "object" or "properties" in schema:
+        properties = schema.get("properties", {})
+        members = [count(json.dumps(key) + _KEY_SEPARATOR) + _longest(value, count) for key, value in properties.items()]
+        lengths.append(count("{}") + sum(members) + count(_ITEM_SEPARATOR) * max(len(members) - 1, 0))
+    return max(lengths)
 
 
 # A call in the tool prompt's Hermes format, after its opening tag (auto) or inside the forced prefix.
 _OPENING = "<tool_call>"
 _CALL_HEAD = '\n{"name": "'
-_CLOSING = _lark_string("}\n</tool_call>")
+_AFTER_NAME = '", "arguments": '
+_CALL_TAIL = "}\n</tool_call>"
 
 
-def forced_call_grammar(tools: Sequence[dict[str, Any]], tool_choice: Any, max_tokens: int) -> str:
+def forced_call_grammar(tools: Sequence[dict[str, Any]], tool_choice: Any, max_tokens: int, count: Count = len) -> str:
     """The Lark grammar of a reply forced to call a tool, from after ``forced_reply_prefix(tool_choice)``.
 
     ``tools`` are OpenAI tool schemas; ``tool_choice`` is ``"required"`` (calls of any of
     them, one per line: as many as :func:`_call_count` fits in ``max_tokens``) or
     ``{"function": {"name": ...}}`` (one call of that tool). The arguments follow the tool's
-    schema, closed and bounded by :func:`_bounded`, then the closing tag ends the call.
-    Strings share what each call's tokens leave after ``CALL_OVERHEAD_TOKENS``, so a call of
-    ASCII text closes within the limit (a token holds at least one byte).
+    schema, bounded by :func:`_fit` to what each call's tokens leave after its fixed text and
+    the end token, then the closing tag ends the call. ``count`` gives the tokens of a fixed
+    text (pass the model's tokenizer; ``len`` is the bound for any tokenization): a call whose
+    strings are text without escapes then closes within ``max_tokens``.
     """
     names = [tool["function"]["name"] for tool in tools]
     if tool_choice == "required":  # the prefix ends with the name's opening quote
         calls = _call_count(max_tokens)
-        return "\n".join([f"start: named_call{_more_calls(calls)}", *_call_rules(tools, max_tokens // calls)])
+        return "\n".join([f"start: named_call{_more_calls(calls)}", *_call_rules(tools, max_tokens // calls, count)])
     name = tool_choice["function"]["name"]
     if name not in names:
         raise ValueError(f"tool_choice names {name!r}, which is not among the bound tools {names}")
     index = names.index(name)  # the prefix ends with '"arguments":'
-    return "\n".join([f'start: " " args_{index} {_CLOSING}', _arguments_rule(index, tools[index], max_tokens)])
+    arguments = _json_rule(_parameters(tools[index]), max_tokens - count(" " + _CALL_TAIL) - 1, count, f"the arguments of {name!r}")
+    return "\n".join([f'start: " " args_{index} {_lark_string(_CALL_TAIL)}', f"args_{index}: {arguments}"])
 
 
-def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
+def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int, count: Count = len) -> str:
     r"""The Lark grammar of a reply that may call tools (``tool_choice="auto"``).
 
     Text is free, except that it never writes a call outside the ``<tool_call>`` tag (no
@@ -111,7 +200,8 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
 
     Every call that opens must close within ``max_tokens``: the text before the first call
     takes at most half of them, and the rest is shared by the calls that fit
-    (:func:`_call_count`), whose strings are bounded accordingly.
+    (:func:`_call_count`), whose arguments are bounded accordingly. A tool none of whose calls
+    could close is not offered; with none left the reply is text.
 
     >>> tools = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}]
     >>> print("\n".join(auto_call_grammar(tools, max_tokens=512).splitlines()[:4]))
@@ -122,15 +212,19 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int) -> str:
     """
     preamble = max_tokens // 2
     calls = _call_count(max_tokens - preamble)
+    rules = _call_rules(tools, (max_tokens - preamble) // calls, count, only_fitting=True)
+    free = 'FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/'
+    if not rules:  # no call could close within the limit: text only
+        return f"start: FREE\n{free}"
     # No call outside the tag, and no tool reply: the parser drops everything from
     # "<tool_response" on, and after a call the embedded model wrote such lines before its next
     # call (AgeMem on LoCoMo), which was then lost. The text before a call is bounded in tokens
     # (llguidance's max_tokens): a bound in characters made its lexer run out of expressions.
     return "\n".join([
         f"start: FREE | opening call{_more_calls(calls)}",
-        'FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/',
+        free,
         f"opening[lazy, max_tokens={preamble}]: FREE {_lark_string(_OPENING)}",
-        *_call_rules(tools, (max_tokens - preamble) // calls),
+        *rules,
     ])
 
 
@@ -144,32 +238,60 @@ def _more_calls(calls: int) -> str:
     return f" ({_lark_string(chr(10) + _OPENING)} call){{0,{calls - 1}}}" if calls > 1 else ""
 
 
-def _call_rules(tools: Sequence[dict[str, Any]], max_tokens: int) -> list[str]:
-    """The rules ``call`` (after the opening tag) and ``named_call`` (from the name's opening quote: any tool's name, its arguments, the closing tag)."""
-    after_name = '", "arguments": '
-    calls = [f"{_lark_string(tool['function']['name'] + after_name)} args_{index} {_CLOSING}" for index, tool in enumerate(tools)]
-    arguments = [_arguments_rule(index, tool, max_tokens) for index, tool in enumerate(tools)]
+def _call_rules(tools: Sequence[dict[str, Any]], call_tokens: int, count: Count, *, only_fitting: bool = False) -> list[str]:
+    """The rules ``call`` (after the opening tag) and ``named_call`` (from the name's opening
+    quote: any tool's name, its arguments, the closing tag), each call closing within ``call_tokens``
+    with a line and tag before it and an end token after it.
+
+    A tool whose arguments cannot fit raises ``ValueError``, or is left out with
+    ``only_fitting`` (no rules at all when none fits).
+    """
+    calls, arguments = [], []
+    for index, tool in enumerate(tools):
+        name = tool["function"]["name"]
+        head = name + _AFTER_NAME
+        fixed = count("\n" + _OPENING + _CALL_HEAD + head + _CALL_TAIL) + 1
+        try:
+            arguments.append(f"args_{index}: {_json_rule(_parameters(tool), call_tokens - fixed, count, 'the arguments of ' + repr(name))}")
+        except ValueError:
+            if only_fitting:
+                continue
+            raise
+        calls.append(f"{_lark_string(head)} args_{index} {_lark_string(_CALL_TAIL)}")
+    if not calls:
+        return []
     return [f"call: {_lark_string(_CALL_HEAD)} named_call", "named_call: " + " | ".join(calls), *arguments]
 
 
-def _arguments_rule(index: int, tool: dict[str, Any], max_tokens: int) -> str:
-    """The rule ``args_<index>``: the tool's arguments as bounded JSON, its strings sharing what the call leaves."""
-    return f"args_{index}: {_json_rule(tool['function'].get('parameters') or {'type': 'object', 'properties': {}}, max_tokens)}"
+def _parameters(tool: dict[str, Any]) -> dict[str, Any]:
+    return tool["function"].get("parameters") or {"type": "object", "properties": {}}
 
 
-def _json_rule(schema: dict[str, Any], max_tokens: int) -> str:
-    """``%json`` of ``schema`` bounded by :func:`_bounded`, its strings sharing what ``max_tokens`` leaves."""
-    max_string = min(MAX_STRING_CHARS, max((max_tokens - CALL_OVERHEAD_TOKENS) // max(_string_fields(schema), 1), 1))
-    return f"%json {json.dumps({**_bounded(schema, max_string), 'x-guidance': _JSON_STYLE})}"
+def _json_rule(schema: dict[str, Any], budget: int, count: Count, what: str = "the JSON reply") -> str:
+    """``%json`` of ``schema`` bounded by :func:`_fit` to ``budget`` tokens; one line naming ``what`` when it cannot fit."""
+    from langchain_core.utils.json_schema import dereference_refs
+
+    try:
+        bounded = _fit({key: value for key, value in dereference_refs(schema).items() if key != "$defs"}, budget, count)
+    except ValueError as error:
+        raise ValueError(f"{what} cannot fit in the token limit ({budget} tokens left for it): {error}") from None
+    return f"%json {json.dumps({**bounded, 'x-guidance': _JSON_STYLE})}"
 
 
-def json_reply_grammar(schema: dict[str, Any], max_tokens: int) -> str:
+def json_reply_grammar(schema: dict[str, Any], max_tokens: int, count: Count = len) -> str:
     """The Lark grammar of a reply that is one JSON value under ``schema`` (bounded as a forced call's arguments), then ends.
 
     >>> print(json_reply_grammar({"type": "object", "properties": {"city": {"type": "string"}}}, max_tokens=64))
-    start: %json {"type": "object", "properties": {"city": {"type": "string", "maxLength": 32}}, "additionalProperties": false, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
+    start: %json {"type": "object", "properties": {"city": {"type": "string", "maxLength": 51}}, "additionalProperties": false, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
     """
-    return f"start: {_json_rule(schema, max_tokens)}"
+    return f"start: {_json_rule(schema, max_tokens - 1, count)}"
+
+
+@functools.lru_cache(maxsize=8)
+def token_counter(tokenizer: Any) -> Count:
+    """How many tokens a transformers ``tokenizer`` makes of a text; one cached counter per
+    tokenizer, as every call's grammar counts the same keys."""
+    return functools.lru_cache(maxsize=4096)(lambda text: len(tokenizer.encode(text, add_special_tokens=False)))
 
 
 class GrammarTokenizer:
@@ -240,4 +362,4 @@ def mask_logits(logits: Any, constraints: Sequence[TokenConstraint | None]) -> A
     return masked
 
 
-__all__ = ["GrammarTokenizer", "TokenConstraint", "auto_call_grammar", "forced_call_grammar", "json_reply_grammar", "mask_logits"]
+__all__ = ["GrammarTokenizer", "TokenConstraint", "auto_call_grammar", "forced_call_grammar", "json_reply_grammar", "mask_logits", "token_counter"]

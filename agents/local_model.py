@@ -37,7 +37,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
+from .constrained import GrammarTokenizer, TokenConstraint, mask_logits, token_counter
 from .sampling import SamplingParams, next_tokens
 from .structured_output import JsonSchemaOutput, reply_grammar
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
@@ -652,7 +652,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
                 f"prompt of {len(prompt_ids)} tokens + max_tokens {params.max_tokens} = {len(prompt_ids) + params.max_tokens} "
                 f"exceeds the model's {window}-token window"
             )
-        grammar = reply_grammar(turn, kwargs.get("response_format"), params.max_tokens)
+        grammar = reply_grammar(turn, kwargs.get("response_format"), params.max_tokens, token_counter(self.engine.tokenizer))
         return _PendingCall(self.engine.submit(list(prompt_ids), params, grammar), turn)
 
     def _result(self, call: _PendingCall, completion: Completion) -> ChatResult:

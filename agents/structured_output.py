@@ -23,7 +23,7 @@ from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
 from langchain_core.utils.pydantic import is_basemodel_subclass
 
-from .constrained import json_reply_grammar
+from .constrained import Count, json_reply_grammar
 from .tool_calling import ToolTurn
 
 
@@ -43,13 +43,14 @@ def response_format_schema(response_format: Any) -> dict[str, Any]:
     )
 
 
-def reply_grammar(turn: ToolTurn, response_format: Any, max_tokens: int) -> str | None:
-    """The grammar a call decodes under: its ``response_format``'s, else its tools' (``None``: free text)."""
+def reply_grammar(turn: ToolTurn, response_format: Any, max_tokens: int, count: Count = len) -> str | None:
+    """The grammar a call decodes under: its ``response_format``'s, else its tools' (``None``: free text);
+    ``count`` is the model's token counter (:func:`.constrained.token_counter`)."""
     if response_format is None:
-        return turn.grammar(max_tokens)
+        return turn.grammar(max_tokens, count)
     if turn.tools:
         raise ValueError("response_format and tools cannot be combined on the local backends: bind one or the other")
-    return json_reply_grammar(response_format_schema(response_format), max_tokens)
+    return json_reply_grammar(response_format_schema(response_format), max_tokens, count)
 
 
 def json_schema_output(model: Any, schema: dict[str, Any] | type, include_raw: bool) -> Runnable:

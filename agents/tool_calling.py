@@ -57,7 +57,7 @@ from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.messages.tool import tool_call as make_tool_call
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .constrained import auto_call_grammar, forced_call_grammar
+from .constrained import Count, auto_call_grammar, forced_call_grammar
 
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
@@ -526,8 +526,8 @@ class ToolTurn:
     tools: tuple[dict[str, Any], ...] = ()
     choice: ToolChoice | None = None
 
-    def grammar(self, max_tokens: int) -> str | None:
-        """What the reply must follow within ``max_tokens``; ``None`` when it is free (no tools offered).
+    def grammar(self, max_tokens: int, count: Count = len) -> str | None:
+        """What the reply must follow within ``max_tokens`` (``count``: the model's token counter); ``None`` when it is free (no tools offered).
 
         The rest of a forced call (:func:`.constrained.forced_call_grammar`) when the prompt
         ends with its prefix, else text that may open calls (:func:`.constrained.auto_call_grammar`).
@@ -535,8 +535,8 @@ class ToolTurn:
         if not self.tools:
             return None
         if self.prompt.reply_prefix:
-            return forced_call_grammar(self.tools, self.choice, max_tokens=max_tokens)
-        return auto_call_grammar(self.tools, max_tokens=max_tokens)
+            return forced_call_grammar(self.tools, self.choice, max_tokens, count)
+        return auto_call_grammar(self.tools, max_tokens, count)
 
     def read(self, completion: str) -> ParsedReply:
         """The reply's text and tool calls; call ids hash the prompt, so a repeated call in a later turn gets a new id."""

@@ -45,6 +45,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from .constrained import token_counter
 from .local_model import token_level_result
 from .structured_output import JsonSchemaOutput, reply_grammar
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
@@ -230,7 +231,7 @@ class VLLMEngineChatModel(JsonSchemaOutput, BaseChatModel):
         turn = prepare_turn(self.tokenizer, messages, kwargs)
         max_tokens = kwargs.get("max_tokens", self.max_tokens)
         # The same llguidance grammar as the embedded engine's; vLLM runs it with its "guidance" backend.
-        grammar = reply_grammar(turn, kwargs.get("response_format"), max_tokens)
+        grammar = reply_grammar(turn, kwargs.get("response_format"), max_tokens, token_counter(self.tokenizer))
         params = vllm.SamplingParams(
             max_tokens=max_tokens,
             temperature=kwargs.get("temperature", self.temperature),

@@ -6,6 +6,7 @@ llguidance's matcher; the model tests decode with the batched engine.
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 import pytest
@@ -181,3 +182,77 @@ def test_json_schema_structured_output_and_json_mode_of_the_real_model_always_pa
         assert result["raw"].tool_calls == []  # a bare JSON reply, no tool call
     reply = greedy_model.invoke("Describe Paris.", response_format={"type": "json_object"}, max_tokens=48)
     assert isinstance(json.loads(reply.content), dict), reply.content
+
+
+def _longest_value(schema: dict, tokens) -> object:
+    """The admissible value of a bounded schema with the most tokens: strings of digits (one token each in SmolLM2), all properties, most items."""
+    if "enum" in schema or "const" in schema:
+        return max(schema.get("enum", [schema.get("const")]), key=lambda value: tokens(json.dumps(value)))
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        return max((_longest_value(branch, tokens) for branch in branches), key=lambda value: tokens(json.dumps(value)))
+    kind = schema["type"]
+    if kind == "string":
+        return "7" * schema["maxLength"]
+    if kind == "integer":
+        return max(schema["minimum"], schema["maximum"], key=lambda value: tokens(str(value)))
+    if kind == "array":
+        return [_longest_value(schema["items"], tokens)] * schema["maxItems"]
+    if kind == "object":
+        return {key: _longest_value(value, tokens) for key, value in schema.get("properties", {}).items()}
+    return {"boolean": False, "null": None}[kind]
+
+
+def _argument_schemas(grammar: str) -> dict[str, dict]:
+    """Each ``args_<i>`` rule's bounded JSON schema, read back from the grammar."""
+    return {line.split(":")[0]: json.loads(line.split("%json ", 1)[1]) for line in grammar.splitlines() if line.startswith("args_")}
+
+
+LIST_TOOL = {"type": "function", "function": {"name": "tag", "parameters": {"type": "object", "properties": {
+    "labels": {"type": "array", "items": {"type": "string"}}, "scores": {"type": "array", "items": {"type": "integer"}},
+    "note": {"type": ["string", "null"]}, "flag": {"type": "boolean"}}, "required": ["labels"]}}}
+
+
+@pytest.mark.embedded
+@pytest.mark.parametrize("max_tokens", [96, 128, 512])
+@pytest.mark.parametrize("tool_set", ["sumer", "agemem", "lists"])
+def test_the_longest_admissible_forced_call_closes_within_the_token_limit(grammar_tokenizer, tool_set, max_tokens):
+    """Teacher-forced, the longest call each grammar admits (every property, most items, longest
+    strings and integers) is accepted and ends, with its end token, within ``max_tokens``."""
+    from langgraph_memagent.agents.constrained import token_counter
+    from langgraph_memagent.baselines.agemem.tools import agemem_tools
+    from langgraph_memagent.baselines.sumer import SUMER_TOOLS
+
+    tokenizer, grammars = grammar_tokenizer
+    tools = {"sumer": SUMER_TOOLS, "agemem": agemem_tools(), "lists": [LIST_TOOL]}[tool_set]
+    count = token_counter(tokenizer)
+    grammar = forced_call_grammar(tools, "required", max_tokens, count)
+    schemas = _argument_schemas(grammar)
+    calls_allowed = 1 + int(grammar.split("call){0,", 1)[1].split("}")[0]) if "call){0," in grammar else 1
+    for index, tool in enumerate(tools):
+        arguments = json.dumps(_longest_value(schemas[f"args_{index}"], count), separators=(", ", ": "))
+        call = tool["function"]["name"] + '", "arguments": ' + arguments + "}\n</tool_call>"
+        reply = call + ("\n<tool_call>\n{\"name\": \"" + call) * (calls_allowed - 1)
+        assert _accepts(grammar_tokenizer, grammar, reply), reply
+        assert count(reply) + 1 <= max_tokens, (count(reply), reply)
+
+
+@pytest.mark.embedded
+def test_a_tool_whose_required_arguments_cannot_fit_is_refused_in_one_line(grammar_tokenizer):
+    from langgraph_memagent.agents.constrained import token_counter
+
+    big = {"type": "function", "function": {"name": "bulk", "parameters": {"type": "object", "properties": {
+        "ids": {"type": "array", "items": {"type": "string", "minLength": 8}, "minItems": 12}}, "required": ["ids"]}}}
+    with pytest.raises(ValueError, match="the arguments of 'bulk' cannot fit in the token limit"):
+        forced_call_grammar([big], "required", 64, token_counter(grammar_tokenizer[0]))
+
+
+@pytest.mark.embedded
+def test_auto_grammar_offers_no_call_that_could_not_close(grammar_tokenizer):
+    """In 32 tokens no call of these tools fits beside the text's half: the reply is text, and a call is refused."""
+    from langgraph_memagent.agents.constrained import token_counter
+
+    count = token_counter(grammar_tokenizer[0])
+    grammar = auto_call_grammar(TOOLS, 32, count)
+    assert _accepts(grammar_tokenizer, grammar, "It is sunny.") and not _accepts(grammar_tokenizer, grammar, CALL)
+    assert _accepts(grammar_tokenizer, auto_call_grammar(TOOLS, 128, count), CALL)

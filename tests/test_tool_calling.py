@@ -527,7 +527,7 @@ def test_vllm_engine_prompts_hold_no_injected_control_token(fake_vllm, tokenizer
 def test_vllm_engine_hands_vllm_the_grammar_of_tool_calls_and_json_replies(fake_vllm, tokenizer):
     """vLLM runs the same llguidance grammar as the embedded engine (its "guidance" backend)."""
     from langgraph_memagent import load_chat_model
-    from langgraph_memagent.agents.constrained import auto_call_grammar, json_reply_grammar
+    from langgraph_memagent.agents.constrained import auto_call_grammar, json_reply_grammar, token_counter
 
     fake_vllm.replies = ["It is sunny.", '{"city": "Oslo"}', "plain"]
     model = load_chat_model("vllm-engine:some/model", temperature=0, batch_window_ms=0)
@@ -536,8 +536,9 @@ def test_vllm_engine_hands_vllm_the_grammar_of_tool_calls_and_json_replies(fake_
     parsed = model.with_structured_output(schema, method="json_schema").invoke("Which city?", max_tokens=32)
     model.invoke("Hello", max_tokens=8)
     (_, tools_params), (_, json_params), (_, plain_params) = [batch[0] for batch in fake_vllm.engines[0].batches]
-    assert tools_params.structured_outputs.grammar == auto_call_grammar([WEATHER], max_tokens=64)
-    assert json_params.structured_outputs.grammar == json_reply_grammar(schema, max_tokens=32)
+    count = token_counter(tokenizer)  # the model's tokens bound the call's arguments
+    assert tools_params.structured_outputs.grammar == auto_call_grammar([WEATHER], 64, count)
+    assert json_params.structured_outputs.grammar == json_reply_grammar(schema, 32, count)
     assert parsed == {"city": "Oslo"}
     assert not hasattr(plain_params, "structured_outputs")  # free text: no grammar, nothing for vLLM to run
 

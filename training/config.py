@@ -480,7 +480,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "reward_metric": "f1",
         "evidence_reward_weight": 0.5,
         "max_turns": 4,
-        "turn_tokens": 96,
+        # A forced call's grammar fits its longest admissible call in the turn: at 128 tokens a
+        # search's query may be 27 characters long beside every other field; at 96, 11.
+        "turn_tokens": 128,
         "answer_tokens": 32,
         "max_context_tokens": 3072,
         "num_generations": 8,
