@@ -229,9 +229,9 @@ def test_the_longest_admissible_forced_call_closes_within_the_token_limit(gramma
     grammar = forced_call_grammar(tools, "required", max_tokens, count)
     schemas = _argument_schemas(grammar)
     calls_allowed = 1 + int(grammar.split("call){0,", 1)[1].split("}")[0]) if "call){0," in grammar else 1
-    for index, tool in enumerate(tools):
+    for index, offered in enumerate(tools):
         arguments = json.dumps(_longest_value(schemas[f"args_{index}"], count), separators=(", ", ": "))
-        call = tool["function"]["name"] + '", "arguments": ' + arguments + "}\n</tool_call>"
+        call = offered["function"]["name"] + '", "arguments": ' + arguments + "}\n</tool_call>"
         reply = call + ("\n<tool_call>\n{\"name\": \"" + call) * (calls_allowed - 1)
         assert _accepts(grammar_tokenizer, grammar, reply), reply
         assert count(reply) + 1 <= max_tokens, (count(reply), reply)
