@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import uuid
 from collections import defaultdict
 from itertools import groupby
 from typing import Any, Sequence
@@ -137,7 +138,7 @@ def memory_text(item: Any) -> str:
 
 class _LangMemSteps:
     def __init__(self, model: BaseChatModel, store: BaseStore, codec: Any, *, extract_tokens: int, chunk_tokens: int,
-                 search_limit: int, answer_tokens: int, final_prompt: FinalPromptStyle):
+                 search_limit: int, answer_tokens: int, final_prompt: FinalPromptStyle, memory_per_run: bool):
         # LangMem wants a BaseChatModel, not a binding: its settings go on a copy of the model.
         # LangMem's first extraction leaves tool_choice to the model, and the embedded model then
         # writes prose and stores nothing (2 of 2 LoCoMo sessions): where the model can default
@@ -148,6 +149,7 @@ class _LangMemSteps:
         self.model, self.store, self.codec = model, store, codec
         self.answer_model = model.bind(max_tokens=answer_tokens)
         self.chunk_tokens, self.search_limit, self.final_prompt = chunk_tokens, search_limit, final_prompt
+        self.memory_per_run = memory_per_run
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self.template = answer_template(final_prompt, material="memories of a conversation", based_on="the memories", tag="memories")
 
@@ -168,6 +170,8 @@ class _LangMemSteps:
         if not turns and self.codec is None:
             raise ValueError(f"a document without 'turns' is cut into {self.chunk_tokens}-token pieces: pass tokenizer=... to build_langmem_graph")
         conversation_id = state.get("conversation_id") or conversation_key(turns, document, chunk_tokens=self.chunk_tokens)
+        if self.memory_per_run:  # a namespace of its own, forgotten after the answer
+            conversation_id = f"{conversation_id}:run-{uuid.uuid4().hex}"
         return conversation_id, sessions(turns, document, self.codec, self.chunk_tokens)
 
     def extract(self, state: LangMemState, config: RunnableConfig) -> dict[str, Any]:
@@ -202,7 +206,15 @@ class _LangMemSteps:
 
     def _answered(self, state: LangMemState, memory: str, reply: Any) -> dict[str, Any]:
         update = answer_update(reply, self.final_prompt)
+        if self.memory_per_run:
+            self._forget(state["conversation_id"])
         return {**update, "memory": memory, "usage": add_usage(state["usage"], reply)}
+
+    def _forget(self, conversation_id: str) -> None:
+        """Delete a run's memories and its extraction markers."""
+        for namespace in ((NAMESPACE, conversation_id), (_DONE_MARKERS, conversation_id)):
+            for item in self.store.search(namespace, limit=10_000):
+                self.store.delete(namespace, item.key)
 
     def answer(self, state: LangMemState) -> dict[str, Any]:
         prompt, memory = self._prompt(state)
@@ -224,6 +236,7 @@ def build_langmem_graph(
     search_limit: int = 10,
     answer_tokens: int = 1024,
     final_prompt: FinalPromptStyle = "boxed",
+    memory_per_run: bool = False,
     checkpointer: BaseCheckpointSaver | None = None,
     name: str = "langmem",
 ) -> CompiledStateGraph:
@@ -242,6 +255,9 @@ def build_langmem_graph(
         search_limit: memories the answer reads (LangMem's search default: 10).
         answer_tokens: generation limit of the answer (MemAgent paper: 1024).
         final_prompt: ``"boxed"`` (MemAgent paper) or ``"answer_is"``.
+        memory_per_run: each run extracts into a namespace of its own and deletes it after
+            answering, as GRPO needs: the rollouts of one question must each build their own
+            memory. Default: runs about one conversation share its memories (extracted once).
         checkpointer: any LangGraph checkpointer.
         name: graph name.
 
@@ -271,7 +287,8 @@ def build_langmem_graph(
     elif embeddings is not None:
         raise ValueError("pass either store= (with its own index) or embeddings= (for the default store), not both")
     steps = _LangMemSteps(model, store, optional_tokenizer(tokenizer, model), extract_tokens=extract_tokens, chunk_tokens=chunk_tokens,
-                          search_limit=search_limit, answer_tokens=answer_tokens, final_prompt=final_prompt)
+                          search_limit=search_limit, answer_tokens=answer_tokens, final_prompt=final_prompt,
+                          memory_per_run=memory_per_run)
     builder = StateGraph(LangMemState, input_schema=SumerInput, output_schema=LangMemOutput)
     builder.add_node("extract", node(steps.extract, steps.aextract))
     builder.add_node("answer", node(steps.answer, steps.aanswer))

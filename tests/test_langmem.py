@@ -106,3 +106,25 @@ def test_a_failed_extraction_call_names_the_session_and_a_rerun_resumes_after_th
         graph.invoke(run)
     down.clear()
     assert graph.invoke(run)["sessions_extracted"] == 1  # session 1 was kept
+
+
+def test_memory_per_run_extracts_in_each_run_and_forgets_after_the_answer():
+    """GRPO rollouts of one question each build their own memory (``memory_per_run``); a shared graph extracts once."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.messages import AIMessage
+    from scripted_model import ScriptedToolModel, tool_call
+
+    from langgraph_memagent.baselines.agemem.store import default_agemem_store
+
+    def extractor(messages, tools):
+        return AIMessage("", tool_calls=[tool_call("Memory", "m", content="Ann said hi")])
+
+    run = {"question": "Who said hi?", "document": "x", "turns": [{"speaker": "Ann", "text": "hi", "session": 1}]}
+    for per_run, extracted in ((True, [1, 1]), (False, [1, 0])):
+        store = default_agemem_store(DeterministicFakeEmbedding(size=8))
+        graph = build_langmem_graph(ScriptedToolModel(responder=extractor), store=store, answer_tokens=8, memory_per_run=per_run)
+        outputs = [graph.invoke(run) for _ in range(2)]
+        assert [output["sessions_extracted"] for output in outputs] == extracted
+        assert all(output["memories"] == 1 for output in outputs)
+        assert (outputs[0]["conversation_id"] != outputs[1]["conversation_id"]) is per_run
+        assert (store.search(("langmem", outputs[1]["conversation_id"])) == []) is per_run  # forgotten after the answer

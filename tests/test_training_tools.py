@@ -230,6 +230,33 @@ def test_agemem_trainer_rollouts_use_the_configured_limits(tiny_model_dir, tiny_
         assert sum(rollout.output["stage_turns"].values()) >= 3
 
 
+def test_langmem_rollout_rows_are_its_extraction_calls_and_its_answer(tokenizer, tmp_path):
+    """``--graph langmem``: every LangMem extraction call and the answer call are rows of one rollout, sharing its advantage."""
+    from langgraph_memagent.training.data import conversation_records
+
+    sample = conversation_records(1, seed=3, entities="train")[0]
+    gold = sample["answers"][0]
+
+    def script(prompt: str) -> str:
+        if "<tools>" in prompt:  # LangMem's memory manager, with its memory tools bound
+            return '<tool_call>\n{"name": "Memory", "arguments": {"content": "' + gold + '"}}\n</tool_call>'
+        return f"\\boxed{{{gold}}}"
+
+    config = tiny_config(tmp_path, graph="langmem", reward_metric="f1", answer_tokens=32)
+    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    rollouts = run_rollouts(graph, [GRAPHS["langmem"].graph_input(sample)] * 2, rollout_group_ids(2, 2))
+    sessions = len({turn["session"] for turn in sample["turns"]})
+    for rollout in rollouts:
+        out = rollout.output
+        assert out["extraction_calls"] >= sessions and out["memories"] >= 1 and out["answer"] == gold
+        assert len(rollout.calls) == out["usage"]["llm_calls"] == out["extraction_calls"] + 1
+        assert "<tools>" in decoded(tokenizer, rollout.calls[0].prompt_ids)
+        assert "<tools>" not in decoded(tokenizer, rollout.calls[-1].prompt_ids)
+    advantages = [0.5, -0.5]
+    for rollout, rows in zip(rollouts, rows_by_rollout(rollouts, advantages)):
+        assert rows == [advantages[rollouts.index(rollout)]] * len(rollout.calls)
+
+
 # ---------------------------------------------------------------------------------------
 # Configuration
 # ---------------------------------------------------------------------------------------

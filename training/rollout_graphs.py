@@ -60,9 +60,11 @@ def rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> An
 
     SUMER's bank ingests a conversation once and every rollout of its group searches the
     same items; AgeMem keeps each run's long-term memory under a fresh user id, cleared after
-    the answer, so concurrent rollouts never read each other's memory.
+    the answer, and LangMem each run's extracted memories (``memory_per_run``), so concurrent
+    rollouts never read each other's memory.
     """
-    return build_graph(config.graph, model, graph_options(config), tokenizer)
+    per_run = {"memory_per_run": True} if config.graph == "langmem" else {}
+    return build_graph(config.graph, model, graph_options(config), tokenizer, **per_run)
 
 
 def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bool = True) -> RewardFn:
