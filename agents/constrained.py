@@ -69,17 +69,23 @@ def _fit(schema: Any, budget: int, count: Count = len) -> Any:
     >>> _fit({"type": "array", "items": {"type": "string"}}, 40)
     {'type': 'array', 'items': {'type': 'string', 'maxLength': 16}, 'maxItems': 2}
     """
+    schema = {} if schema is True else schema  # JSON Schema's "anything"
     if not isinstance(schema, dict) or "enum" in schema or "const" in schema:
         return schema
-    kind = schema.get("type")
+    kind = schema.get("type") or ("array" if "items" in schema else "object" if "properties" in schema else None)
+    schema = {**schema, "type": kind} if kind else schema
     if isinstance(kind, list):
         schema = {**{key: value for key, value in schema.items() if key != "type"}, "anyOf": [{"type": each} for each in kind]}
-    elif kind is None and not any(key in schema for key in ("anyOf", "oneOf", "allOf", "properties", "items")):
+    elif kind is None and not any(key in schema for key in ("anyOf", "oneOf", "allOf")):
         schema = {**schema, "anyOf": _ANY_SCALAR}
     fitted = dict(schema)
-    for key in ("anyOf", "oneOf", "allOf"):
-        if key in schema:
-            fitted[key] = [_fit(branch, budget, count) for branch in schema[key]]
+    if "allOf" in schema:
+        fitted["allOf"] = [_fit(branch, budget, count) for branch in schema["allOf"]]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:  # the branches that fit
+            fitted[key] = [branch for branch in (_fit_or_none(branch, budget, count) for branch in schema[key]) if branch is not None]
+            if not fitted[key]:
+                raise ValueError(f"no branch of {json.dumps(schema)[:80]} fits in {budget} tokens")
     if kind == "string":
         fitted["maxLength"] = min(schema.get("maxLength", MAX_STRING_CHARS), MAX_STRING_CHARS, budget - count('""'))
         if fitted["maxLength"] < schema.get("minLength", 0) or fitted["maxLength"] < 0:
@@ -89,11 +95,18 @@ def _fit(schema: Any, budget: int, count: Count = len) -> Any:
         fitted["minimum"], fitted["maximum"] = max(schema.get("minimum", -limit), -limit), min(schema.get("maximum", limit), limit)
     elif kind == "array":
         fitted.update(_fit_items(schema, budget, count))
-    elif kind == "object" or "properties" in schema:
+    elif kind == "object":
         fitted.update(_fit_properties(schema, budget, count))
     if _longest(fitted, count) > budget:
         raise ValueError(f"{json.dumps(schema)[:80]} cannot fit in {budget} tokens")
     return fitted
+
+
+def _fit_or_none(schema: Any, budget: int, count: Count) -> Any:
+    try:
+        return _fit(schema, budget, count)
+    except ValueError:
+        return None
 
 
 def _fit_items(schema: dict[str, Any], budget: int, count: Count) -> dict[str, Any]:
@@ -101,10 +114,9 @@ def _fit_items(schema: dict[str, Any], budget: int, count: Count) -> dict[str, A
     least, brackets, separator = schema.get("minItems", 0), count("[]"), count(_ITEM_SEPARATOR)
     most = min(schema.get("maxItems", MAX_ARRAY_ITEMS), max(least, 1, (budget - brackets + separator) // (MIN_ITEM_CHARS + separator)))
     for items in range(most, max(least, 1) - 1, -1):
-        try:
-            return {"items": _fit(schema.get("items", {}), (budget - brackets - separator * (items - 1)) // items, count), "maxItems": items}
-        except ValueError:
-            continue
+        fitted = _fit_or_none(schema.get("items", {}), (budget - brackets - separator * (items - 1)) // items, count)
+        if fitted is not None:
+            return {"items": fitted, "maxItems": items}
     if least == 0:
         return {"maxItems": 0}
     raise ValueError(f"an array of at least {least} items cannot fit in {budget} tokens")
@@ -125,6 +137,8 @@ def _fit_properties(schema: dict[str, Any], budget: int, count: Count) -> dict[s
 
 def _variable(schema: Any) -> bool:
     """Whether the longest value ``schema`` admits depends on the room it is given."""
+    if schema is True:
+        return True
     if not isinstance(schema, dict) or "enum" in schema or "const" in schema:
         return False
     kind = schema.get("type")
@@ -148,7 +162,7 @@ def _longest(schema: Any, count: Count) -> int:
     elif kind == "integer":
         lengths.append(max(count(str(schema["minimum"])), count(str(schema["maximum"]))))
     elif kind in ("number", "boolean", "null"):
-        lengths.append(NUMBER_CHARS if kind == "number" else count(json.dumps(kind == "null" and None)))
+        lengths.append(NUMBER_CHARS if kind == "number" else count("false" if kind == "boolean" else "null"))
     elif kind == "array":
         items = schema["maxItems"]
         lengths.append(count("[]") + items * _longest(schema["items"], count) + count(_ITEM_SEPARATOR) * (items - 1) if items else count("[]"))

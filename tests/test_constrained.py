@@ -256,3 +256,26 @@ def test_auto_grammar_offers_no_call_that_could_not_close(grammar_tokenizer):
     grammar = auto_call_grammar(TOOLS, 32, count)
     assert _accepts(grammar_tokenizer, grammar, "It is sunny.") and not _accepts(grammar_tokenizer, grammar, CALL)
     assert _accepts(grammar_tokenizer, auto_call_grammar(TOOLS, 128, count), CALL)
+
+
+@pytest.mark.parametrize("budget", [12, 40, 200])
+@pytest.mark.parametrize("schema", [
+    {},  # any value: a scalar in a bounded call
+    {"type": ["string", "null"]},
+    {"items": {"type": "integer"}},  # an array without "type"
+    {"type": "array", "items": {"type": "array", "items": {"type": "string"}}, "maxItems": 40},
+    {"properties": {"a": True, "b": {"type": "boolean"}, "c": {"enum": ["x", "yy"]}}},
+    {"type": "object", "additionalProperties": {"type": "string"}},  # a map: its keys cannot be bounded, so it is closed
+])
+def test_every_value_a_fitted_schema_admits_fits_its_budget_in_characters(schema, budget):
+    """``len`` counts each character as a token, the most any tokenization takes; numbers are the documented exception."""
+    from langgraph_memagent.agents.constrained import _fit, _longest
+
+    if budget == 12 and "properties" in schema:  # three keys alone take 15 characters
+        with pytest.raises(ValueError, match="fits in"):
+            _fit(schema, budget)
+        return
+    fitted = _fit(schema, budget)
+    assert _longest(fitted, len) <= budget
+    assert fitted.get("additionalProperties", False) is False
+    assert "number" not in json.dumps(fitted) or budget >= 24
