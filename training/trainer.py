@@ -179,14 +179,11 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         group_ids = rollout_group_ids(len(inputs), num_generations, first_rollout=first)
         started = time.perf_counter()
         rollouts = self._run_rollouts(inputs, group_ids, first)
-        self._score_rollouts(rollouts, inputs)
+        score_rollouts(rollouts, inputs, self.rollout_reward)
         if mode == "train" and self.args.dynamic_sampling_rounds:
             rollouts = self._replace_flat_groups(rollouts, num_generations, next_rollout_id=first + len(inputs))
         seconds = time.perf_counter() - started
         return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
-
-    def _score_rollouts(self, rollouts: Sequence[Rollout], inputs: Sequence[dict[str, Any]]) -> None:
-        score_rollouts(rollouts, inputs, self.rollout_reward)
 
     def _replace_flat_groups(self, rollouts: list[Rollout], num_generations: int, *, next_rollout_id: int) -> list[Rollout]:
         """DAPO's dynamic sampling: swap each group with one reward for all its rollouts for a fresh question's group.
@@ -213,7 +210,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             inputs = [question for question in questions for _ in range(num_generations)]
             group_ids = [group for group in flat for _ in range(num_generations)]
             fresh = self._run_rollouts(inputs, group_ids, next_rollout_id)
-            self._score_rollouts(fresh, inputs)
+            score_rollouts(fresh, inputs, self.rollout_reward)
             next_rollout_id += len(fresh)
             replaced += len(flat)
             by_group: dict[int, list[Rollout]] = {}
