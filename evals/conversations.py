@@ -15,7 +15,7 @@ categories (the loader's numbering) with its gold answer and evidence turn ids:
 * temporal (2): "I ran my first marathon yesterday" in a session dated 8 May 2023;
   "When did Maya run a marathon?" is answered "7 May, 2023", LoCoMo's date style;
 * open-domain (3): an inference from a stated fact ("I'm allergic to cats" -> "Would Maya
-  want a cat as a pet?" "No").
+  want a cat as a pet?" "No"; "I've always wanted a dog" -> "Yes", equally often).
 
 The other speaker often states the same kind of fact with another value, so an answer must
 come from the right speaker. Names, places and pets come from two disjoint pools:
@@ -143,13 +143,16 @@ def _fact(kind: str, rng: random.Random, entities: str, taken: set[str]) -> dict
     if kind == "event":
         past, base = rng.choice(_EVENTS)
         return {"turns": [f"Guess what, I {past} yesterday!"], "question": "When did {name} " + base + "?", "answer": None, "category": 2}
-    if kind == "allergy":
-        animal = rng.choice(["cat", "dog"])
-        return {"turns": [f"I'm allergic to {animal}s, so I sneeze whenever I visit friends who have one."], "question": "Would {name} want a " + animal + " as a pet?", "answer": "No", "category": 3}
+    if kind == "pet_wish":
+        # Yes or No by a coin: with one answer for all, a policy scored by answering it blind.
+        animal, wants = rng.choice(["cat", "dog"]), rng.random() < 0.5
+        said = (f"I've always wanted a {animal}. I'd adopt one tomorrow if my landlord allowed it." if wants
+                else f"I'm allergic to {animal}s, so I sneeze whenever I visit friends who have one.")
+        return {"turns": [said], "question": "Would {name} want a " + animal + " as a pet?", "answer": "Yes" if wants else "No", "category": 3}
     raise ValueError(f"unknown fact kind {kind!r}")
 
 
-_FACT_KINDS = ("travel", "pet", "job", "instrument", "food", "relative", "event", "allergy")
+_FACT_KINDS = ("travel", "pet", "job", "instrument", "food", "relative", "event", "pet_wish")
 
 
 def generate_conversation(
@@ -179,7 +182,7 @@ def generate_conversation(
         fact = _fact(kind, rng, entities, taken)
         first = rng.randrange(session_count - (len(fact["turns"]) > 1))
         plan.append((first, speaker, kind, fact))
-        if rng.random() < 0.5 and kind not in ("relative", "event", "allergy"):
+        if rng.random() < 0.5 and kind not in ("relative", "event"):
             # The other speaker states the same kind of fact with another value: the answer needs the right speaker.
             plan.append((rng.randrange(session_count), speakers[speakers[0] == speaker], kind, _fact(kind, rng, entities, taken)))
     conversation: dict[str, Any] = {"speaker_a": speakers[0], "speaker_b": speakers[1]}

@@ -67,6 +67,20 @@ def test_generated_conversations_are_locomo_files_whose_evidence_holds_the_answe
     assert samples[0].meta["evidence"] == conversations[0]["qa"][0]["evidence"] and samples[0].meta["turns"]
 
 
+def test_no_question_kind_has_one_answer_for_all():
+    """A kind whose answer never changes can be scored blind (the open-domain "No" once was: a
+    trained policy answered it without searching); yes/no questions are balanced."""
+    from collections import Counter
+
+    answers: dict[str, Counter] = {}
+    for conversation in generate_conversations(200, seed=5):
+        for qa in conversation["qa"]:
+            answers.setdefault(qa["question"].split()[0], Counter())[qa["answer"]] += 1
+    for first_word, counted in answers.items():
+        assert counted.most_common(1)[0][1] <= 0.7 * sum(counted.values()), (first_word, counted.most_common(3))
+    assert set(answers["Would"]) == {"Yes", "No"}
+
+
 def test_held_out_conversations_name_no_training_entity():
     def names(conversations):
         found = set()
