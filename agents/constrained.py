@@ -126,12 +126,12 @@ def _fit_properties(schema: dict[str, Any], budget: int, count: Count) -> dict[s
     """An object's ``properties``, closed: after keys and punctuation, each property of fixed
     length takes its length and the others share the rest equally."""
     properties = schema.get("properties", {})
-    fixed = {key: _longest(_fit(value, budget, count), count) for key, value in properties.items() if not _variable(value)}
+    fixed = {key: _fit(value, budget, count) for key, value in properties.items() if not _variable(value)}
     variable = [key for key in properties if key not in fixed]
     keys = sum(count(json.dumps(key) + _KEY_SEPARATOR) for key in properties)
-    left = budget - count("{}") - keys - count(_ITEM_SEPARATOR) * max(len(properties) - 1, 0) - sum(fixed.values())
-    share = left // max(len(variable), 1)
-    fitted = {key: _fit(value, share if key in variable else budget, count) for key, value in properties.items()}
+    left = budget - count("{}") - keys - count(_ITEM_SEPARATOR) * max(len(properties) - 1, 0)
+    share = (left - sum(_longest(value, count) for value in fixed.values())) // max(len(variable), 1)
+    fitted = {key: fixed[key] if key in fixed else _fit(value, share, count) for key, value in properties.items()}
     return {"properties": fitted, "additionalProperties": False}
 
 
@@ -227,13 +227,14 @@ def auto_call_grammar(tools: Sequence[dict[str, Any]], max_tokens: int, count: C
     preamble = max_tokens // 2
     calls = _call_count(max_tokens - preamble)
     rules = _call_rules(tools, (max_tokens - preamble) // calls, count, only_fitting=True)
+    # No call outside the tag, and no tool reply: the parser drops everything from
+    # "<tool_response" on, and after a call the embedded model wrote such lines before its next
+    # call (AgeMem on LoCoMo), which was then lost.
     free = 'FREE: /(?s:.*)/ & ~/(?s:.*)(<tool_call>|<tool_response|\\{\\s*"name")(?s:.*)/'
     if not rules:  # no call could close within the limit: text only
         return f"start: FREE\n{free}"
-    # No call outside the tag, and no tool reply: the parser drops everything from
-    # "<tool_response" on, and after a call the embedded model wrote such lines before its next
-    # call (AgeMem on LoCoMo), which was then lost. The text before a call is bounded in tokens
-    # (llguidance's max_tokens): a bound in characters made its lexer run out of expressions.
+    # The text before a call is bounded in tokens (llguidance's max_tokens): a bound in
+    # characters made its lexer run out of expressions.
     return "\n".join([
         f"start: FREE | opening call{_more_calls(calls)}",
         free,
