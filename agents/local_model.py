@@ -125,10 +125,12 @@ class BatchedGenerator:
         eos = eos if eos is not None else self.tokenizer.eos_token_id
         self.eos_token_ids = set(eos if isinstance(eos, list) else [eos])
         from .fused_decode import create_decode_step
+        from .quantization import prefill_path
 
         # int4 Llama models decode through straight-line code with the same arithmetic.
         self._fused_step = create_decode_step(model)
         self.decode_path = "transformers" if self._fused_step is None else "fused-int4-llama"
+        self.prefill_path = prefill_path(model)
         # Observable, so tests and benchmarks can see requests share decode steps.
         self.batches_run = 0  # busy spells: requests overlapping in time count as one batch
         self.peak_rows = 0  # most requests ever decoded in one step

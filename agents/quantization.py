@@ -18,6 +18,12 @@ a Q4_1 file the same group-wise rounding is lossy: :func:`int4_rounding_error` s
 much. Measured on 2 cores (BENCHMARKS.md section 10): speed, next-token agreement with
 float32 and MemAgent's RULER accuracy.
 
+Prefill depends on the CPU. PyTorch's int4 kernel has an AVX-512 path; on a host with AVX2 only
+it measured 2.2x slower than float32 for a 1,024-token prompt (and 3x faster for one token),
+so there, by default, products of ``FLOAT32_MIN_ROWS`` rows or more (prompts) use the layer's
+float32 weights, which are exactly the same weights: prefill is then float32 arithmetic, as in
+the unquantized model, and decoding stays int4 (:func:`int4_prefill_is_fast`).
+
 For inference only: a trainer needs its float32 policy (exact log-probs, live weights).
 
 >>> import torch
@@ -39,6 +45,9 @@ QUANTIZATIONS = ("int4",)
 GROUP_SIZE = 32  # the Q4_1 block: weights sharing one scale and one minimum
 CODES = 15  # a 4-bit code is 0..15
 RESCORED = 16  # highest bfloat16 logits recomputed in float32: enough to hold every near-tie at the top
+# Rows from which float32 weights outrun the int4 kernel on an AVX2 host (measured for the 120
+# Linears of SmolLM2-135M: float32/int4 time 1.48 at 32 rows, 0.84 at 64, 0.45 at 1,024).
+FLOAT32_MIN_ROWS = 64
 
 
 def _int4_codes(weight: Any) -> tuple[Any, Any, Any]:
@@ -76,17 +85,37 @@ class _BFloat16Kernel(torch.nn.Module):
         return outputs.reshape(*inputs.shape[:-1], self.out_features).to(inputs.dtype)
 
 
-class Int4Linear(_BFloat16Kernel):
-    """A ``torch.nn.Linear`` as 4-bit codes with one bfloat16 scale and minimum per 32 weights."""
+def int4_prefill_is_fast() -> bool:
+    """Whether PyTorch's int4 kernel prefills faster than float32 here: where it has its AVX-512 path.
 
-    def __init__(self, linear: Any):
+    Measured with 2 cores (600-token prompts): on an AVX2-only host int4 prefilled 188 tokens/s
+    against float32's 401; on the host of the earlier measurements, whose instruction set was not
+    recorded, 993 against 701.
+    """
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+
+class Int4Linear(_BFloat16Kernel):
+    """A ``torch.nn.Linear`` as 4-bit codes with one bfloat16 scale and minimum per 32 weights.
+
+    With ``float32_prefill``, products of ``FLOAT32_MIN_ROWS`` rows or more use the Linear's own
+    float32 weight (kept, not copied) in float32 arithmetic, and fewer rows the int4 kernel.
+    """
+
+    def __init__(self, linear: Any, *, float32_prefill: bool = False):
         super().__init__(linear)
+        self.float32_weight = linear.weight.detach() if float32_prefill else None
         codes, scale, minimum = _int4_codes(linear.weight)
         self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(
             codes.reshape(self.out_features, self.in_features).to(torch.int32), 1))
         # The kernel computes (code - 8) * scale + zero, so zero is the block's middle.
         zero = minimum + 8 * scale
         self.register_buffer("scales_and_zeros", torch.stack([scale, zero], -1).transpose(0, 1).contiguous().bfloat16())
+
+    def forward(self, inputs: Any) -> Any:
+        if self.float32_weight is not None and inputs.numel() >= FLOAT32_MIN_ROWS * inputs.shape[-1]:
+            return torch.nn.functional.linear(inputs.float(), self.float32_weight, self.bias).to(inputs.dtype)
+        return super().forward(inputs)
 
     def _matmul(self, inputs: Any) -> Any:
         return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, self.packed, GROUP_SIZE, self.scales_and_zeros)
@@ -124,10 +153,13 @@ class OutputProjection(_BFloat16Kernel):
         return logits.scatter_(-1, top, exact).to(inputs.dtype)
 
 
-def quantize_for_cpu(model: Any, quantization: str) -> Any:
+def quantize_for_cpu(model: Any, quantization: str, *, float32_prefill: bool | None = None) -> Any:
     """``model`` with its Linear layers in int4 (``lm_head``: :class:`OutputProjection`), on CPU, changed in place.
 
     Every Linear must have a multiple of 32 input features; any other shape is refused by name.
+    ``float32_prefill`` keeps each layer's float32 weights for products of many rows (see
+    :class:`Int4Linear`); None chooses it where the int4 kernel prefills slower
+    (:func:`int4_prefill_is_fast`).
     """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {list(QUANTIZATIONS)} or None, got {quantization!r}")
@@ -138,9 +170,19 @@ def quantize_for_cpu(model: Any, quantization: str) -> Any:
     for name, linear in linears:
         if linear.in_features % GROUP_SIZE:
             raise ValueError(f"int4 needs Linear input sizes divisible by {GROUP_SIZE}; {name!r} has {linear.in_features}")
+    if float32_prefill is None:
+        float32_prefill = not int4_prefill_is_fast()
     for name, linear in linears:
         parent_name, _, attribute = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        kind = OutputProjection if attribute == "lm_head" else Int4Linear
-        setattr(parent, attribute, kind(linear))
+        quantized = OutputProjection(linear) if attribute == "lm_head" else Int4Linear(linear, float32_prefill=float32_prefill)
+        setattr(parent, attribute, quantized)
     return model
+
+
+def prefill_path(model: Any) -> str:
+    """How ``model`` prefills a prompt: ``"int4"``, ``"float32 weights of int4 layers"`` or its dtype's name."""
+    layers = [module for module in model.modules() if isinstance(module, Int4Linear)]
+    if not layers:
+        return str(next(model.parameters()).dtype).removeprefix("torch.")
+    return "int4" if layers[0].float32_weight is None else "float32 weights of int4 layers"

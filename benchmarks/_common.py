@@ -101,16 +101,33 @@ def peak_rss() -> int:
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers depend on, recorded beside them; the load average shows concurrent work."""
+    """What the numbers depend on, recorded beside them; the load average shows concurrent work.
+
+    The CPU model and the instruction set PyTorch dispatches to are part of it: the same code
+    measured 3-5x apart on two hosts of this workplace (an AVX2 host runs PyTorch's int4 kernel
+    at a fifth of the speed), so a number is only comparable with numbers of the same CPU.
+    """
     import langgraph.version
+    import torch
 
     return {
         "cpus": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
         "python": platform.python_version(),
         "platform": platform.platform(),
         "langgraph": langgraph.version.__version__,
     }
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            found = re.search(r"^model name\s*:\s*(.+)$", handle.read(), re.MULTILINE)
+    except OSError:  # not Linux
+        return platform.processor() or None
+    return found.group(1).strip() if found else None
 
 
 class OtherLoad:

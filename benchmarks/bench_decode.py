@@ -5,7 +5,9 @@ KV cache every step; the engine's :class:`~langgraph_memagent.agents._kv_slab.Sl
 writes into spare columns instead. ``slab_int4`` is the slab with the engine's
 ``quantization="int4"`` weights (:mod:`~langgraph_memagent.agents.quantization`: the GGUF's
 Q4_1 codes) through the model's forward; ``fused_int4`` is the same model through the
-engine's :class:`~langgraph_memagent.agents.fused_decode.FusedDecodeStep`. All run here
+engine's :class:`~langgraph_memagent.agents.fused_decode.FusedDecodeStep`; both prefill with the
+int4 kernel. ``engine`` is what ``load_chat_model`` builds: the fused step, and prefill through
+the layers' float32 weights where PyTorch's int4 kernel has no AVX-512 path. All run here
 on the same prompts, interleaved round by round so machine noise hits them alike, at batch 1
 and batch 8 with a ``--prompt-tokens`` cache. Reports the median step time, decode tokens per
 second and prefill tokens per second. When ``llama-cpp-python`` is installed, llama.cpp runs
@@ -25,7 +27,7 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_decode"
-VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4")  # how a step runs, then the weights when not float32
+VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4", "engine")  # how a step runs, then the weights when not float32
 LLAMA_CPP_INSTALL = "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed)"
 
 
@@ -105,17 +107,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from langgraph_memagent.agents.embedded import embedded_model_dir
     from langgraph_memagent.agents.fused_decode import create_decode_step
-    from langgraph_memagent.agents.quantization import quantize_for_cpu
+    from langgraph_memagent.agents.quantization import prefill_path, quantize_for_cpu
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
-    int4 = quantize_for_cpu(copy.deepcopy(model), "int4")
-    models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4}
-    fused = {"fused_int4": create_decode_step(int4)}
+    int4 = quantize_for_cpu(copy.deepcopy(model), "int4", float32_prefill=False)
+    engine = quantize_for_cpu(copy.deepcopy(model), "int4")
+    models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4, "engine": engine}
+    fused = {"fused_int4": create_decode_step(int4), "engine": create_decode_step(engine)}
     llm = _llama_cpp(args.prompt_tokens + args.steps + 16)
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
     prefill_times: dict[tuple[int, str], list[float]] = {key: [] for key in step_times}
+    call_times: dict[tuple[int, str], list[float]] = {key: [] for key in step_times}  # prefill + every step of a round
     load = OtherLoad()
     for _ in range(args.rounds):
         for rows in (1, 8):
@@ -129,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                     times, prefill = _decode_steps(models[name], prompt, args.steps, slab=name != "dynamic", fused=fused.get(name))
                 step_times[(rows, name)] += times
                 prefill_times[(rows, name)].append(prefill)
+                call_times[(rows, name)].append(prefill + sum(times))
     results = {}
     for (rows, name), times in step_times.items():
         if not times:
@@ -138,18 +143,24 @@ def main(argv: list[str] | None = None) -> int:
         results[f"batch{rows}_{name}"] = {
             "rows": rows, "variant": name, "median_step_ms": 1000 * median, "tokens_per_s": rows / median,
             "prefill_tokens_per_s": rows * args.prompt_tokens / prefill,
+            # One whole call: prefill the prompt, then --steps tokens (MemAgent's calls in the 1M-token
+            # run averaged 1,239 prompt and 92 completion tokens: --prompt-tokens 1240 --steps 92).
+            "call_s": statistics.median(call_times[(rows, name)]),
         }
     speedups = {rows: results[f"batch{rows}_dynamic"]["median_step_ms"] / results[f"batch{rows}_slab"]["median_step_ms"] for rows in (1, 8)}
     int4_gain = {rows: results[f"batch{rows}_slab_int4"]["tokens_per_s"] / results[f"batch{rows}_slab"]["tokens_per_s"] for rows in (1, 8)}
     batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"] for name in VARIANTS}
     versus_llama = (
         {f"{name}_{key}": results[f"batch1_{name}"][key] / results["batch1_llama_cpp"][key]
-         for name in ("slab", "slab_int4", "fused_int4") for key in ("tokens_per_s", "prefill_tokens_per_s")}
+         for name in ("slab", "slab_int4", "fused_int4", "engine") for key in ("tokens_per_s", "prefill_tokens_per_s")}
+        | {f"{name}_call_speed": results["batch1_llama_cpp"]["call_s"] / results[f"batch1_{name}"]["call_s"]
+           for name in ("slab", "slab_int4", "fused_int4", "engine")}
         if llm is not None
         else None
     )
     result = {
         "settings": vars(args),
+        "engine_prefill_path": prefill_path(engine),
         "results": results,
         "slab_speedup": speedups,
         "int4_vs_float32_decode_tokens_per_s": int4_gain,
@@ -160,11 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     write_result(NAME, result)
     for key, row in results.items():
-        print(f"  {key:17s} {row['median_step_ms']:7.1f} ms/step {row['tokens_per_s']:6.1f} tok/s  prefill {row['prefill_tokens_per_s']:6.0f} tok/s")
+        print(f"  {key:17s} {row['median_step_ms']:7.1f} ms/step {row['tokens_per_s']:6.1f} tok/s  prefill {row['prefill_tokens_per_s']:6.0f} tok/s  call {row['call_s']:6.2f} s")
     print(
         f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int4 vs float32 decode "
         f"{int4_gain[1]:.2f}x (batch 1), {int4_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
-        f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4, {batch_gain['fused_int4']:.2f}x fused_int4; "
+        f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4, {batch_gain['fused_int4']:.2f}x fused_int4, "
+        f"{batch_gain['engine']:.2f}x engine (prefill: {result['engine_prefill_path']}); "
         f"llama.cpp: {result['llama_cpp']}; "
         f"other load {result['other_cpu_cores']:.2f} cores"
     )

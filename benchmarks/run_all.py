@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARKS = ("bench_chunking", "bench_orchestration", "bench_decode", "bench_batching")
+BENCHMARKS = ("bench_chunking", "bench_orchestration", "bench_linear_kernels", "bench_decode", "bench_batching")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

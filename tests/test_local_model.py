@@ -298,6 +298,45 @@ def test_int4_weights_are_the_gguf_codes_and_decode_like_float32(embedded_model_
     assert "Paris" in reply.text and len(reply.response_metadata["completion_token_ids"]) <= 8
 
 
+@pytest.mark.embedded
+def test_int4_prefill_through_float32_weights_is_the_float32_models_prefill(embedded_model_dir):
+    import copy
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from langgraph_memagent.agents.quantization import FLOAT32_MIN_ROWS, prefill_path, quantize_for_cpu
+
+    float32 = AutoModelForCausalLM.from_pretrained(embedded_model_dir).eval()
+    both = quantize_for_cpu(copy.deepcopy(float32), "int4", float32_prefill=True)
+    int4 = quantize_for_cpu(copy.deepcopy(float32), "int4", float32_prefill=False)
+    assert (prefill_path(float32), prefill_path(both), prefill_path(int4)) == ("float32", "float32 weights of int4 layers", "int4")
+    torch.manual_seed(0)
+    prompt = torch.randint(100, 40_000, (1, FLOAT32_MIN_ROWS + 16))
+    short = prompt[:, : FLOAT32_MIN_ROWS - 1]
+
+    def last_hidden(model, ids):
+        with torch.inference_mode():
+            return model(input_ids=ids, output_hidden_states=True).hidden_states[-1]
+
+    # A prompt: every layer runs float32 arithmetic, as in the unquantized model.
+    assert torch.equal(last_hidden(both, prompt), last_hidden(float32, prompt))
+    assert not torch.equal(last_hidden(int4, prompt), last_hidden(float32, prompt))
+    # Fewer rows (decode steps, short prompts): the int4 kernel.
+    assert torch.equal(last_hidden(both, short), last_hidden(int4, short))
+
+
+def test_int4_prefills_with_float32_weights_only_where_the_int4_kernel_lacks_avx512(monkeypatch):
+    import torch
+
+    from langgraph_memagent.agents.quantization import quantize_for_cpu
+
+    for capability, kept in (("AVX2", True), ("DEFAULT", True), ("AVX512", False)):
+        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+        layer = quantize_for_cpu(torch.nn.ModuleDict({"proj": torch.nn.Linear(64, 16)}), "int4")["proj"]
+        assert (layer.float32_weight is not None) is kept, capability
+
+
 def test_int4_is_refused_where_it_cannot_apply(embedded_model_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -1,0 +1,93 @@
+"""int4 kernel vs float32 weights for the embedded model's 120 Linear layers, by rows per product.
+
+PyTorch's int4 CPU kernel (``_weight_int4pack_mm_for_cpu``) reads a seventh of float32's bytes,
+which wins for the few rows of a decode step; for the many rows of a prompt the product is
+compute-bound and the kernel's speed depends on the instruction set it was built for. This
+times the 120 Linears of SmolLM2-135M (30 layers x q/k/v, o, gate/up, down, as the fused decode
+step runs them: q/k/v and gate/up each as one product) both ways, interleaved, at each row count,
+and reports where float32 becomes faster: the evidence for
+:data:`~langgraph_memagent.agents.quantization.FLOAT32_MIN_ROWS` on this machine.
+
+``python -m benchmarks.bench_linear_kernels`` (about 2 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+
+from ._common import OtherLoad, write_result
+
+NAME = "bench_linear_kernels"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="1,8,16,32,64,256,1024", help="rows per product, comma-separated (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per row count and kernel (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForCausalLM
+
+    from langgraph_memagent.agents.embedded import embedded_model_dir
+    from langgraph_memagent.agents.fused_decode import create_decode_step
+    from langgraph_memagent.agents.quantization import FLOAT32_MIN_ROWS, GROUP_SIZE, quantize_for_cpu
+
+    float32 = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
+    step = create_decode_step(quantize_for_cpu(copy.deepcopy(float32), "int4", float32_prefill=False))
+    int4 = [weight for layer in step.layers for weight in (layer.qkv, layer.output, layer.gate_up, layer.down)]
+    weights = []
+    for layer in float32.model.layers:
+        attention, mlp = layer.self_attn, layer.mlp
+        weights += [
+            torch.cat([attention.q_proj.weight, attention.k_proj.weight, attention.v_proj.weight]).detach(),
+            attention.o_proj.weight.detach(),
+            torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]).detach(),
+            mlp.down_proj.weight.detach(),
+        ]
+
+    def run_int4(inputs: dict[int, torch.Tensor]) -> None:
+        for (packed, scales), weight in zip(int4, weights):
+            torch.ops.aten._weight_int4pack_mm_for_cpu(inputs[weight.shape[1]], packed, GROUP_SIZE, scales)
+
+    def run_float32(inputs: dict[int, torch.Tensor]) -> None:
+        for weight in weights:
+            F.linear(inputs[weight.shape[1]], weight)
+
+    load, results = OtherLoad(), {}
+    with torch.inference_mode():
+        for rows in (int(r) for r in args.rows.split(",")):
+            inputs = {size: torch.randn(rows, size) for size in {w.shape[1] for w in weights}}
+            bfloat16 = {size: x.bfloat16() for size, x in inputs.items()}
+            times: dict[str, list[float]] = {"int4": [], "float32": []}
+            run_int4(bfloat16), run_float32(inputs)  # warm-up
+            for _ in range(args.rounds):
+                for name, run, given in (("int4", run_int4, bfloat16), ("float32", run_float32, inputs)):
+                    start = time.perf_counter()
+                    run(given)
+                    times[name].append(time.perf_counter() - start)
+            int4_ms, float32_ms = (1000 * statistics.median(times[name]) for name in ("int4", "float32"))
+            results[rows] = {"int4_ms": int4_ms, "float32_ms": float32_ms, "float32_over_int4_time": float32_ms / int4_ms}
+            print(f"  {rows:5d} rows: int4 {int4_ms:8.1f} ms  float32 {float32_ms:8.1f} ms  float32/int4 time {float32_ms / int4_ms:5.2f}", flush=True)
+    faster = [rows for rows, row in results.items() if row["float32_over_int4_time"] < 1]
+    result = {
+        "settings": vars(args),
+        "results": results,
+        "float32_faster_from_rows": min(faster) if faster else None,
+        "float32_min_rows_in_use": FLOAT32_MIN_ROWS,
+        "other_cpu_cores": load.cores(),
+    }
+    write_result(NAME, result)
+    print(
+        f"{NAME}: float32 weights faster than the int4 kernel from {result['float32_faster_from_rows']} rows "
+        f"(rows tried: {args.rows}; FLOAT32_MIN_ROWS = {FLOAT32_MIN_ROWS}); other load {result['other_cpu_cores']:.2f} cores"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
