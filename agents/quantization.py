@@ -19,7 +19,7 @@ much. Measured on 2 cores (BENCHMARKS.md section 10): speed, next-token agreemen
 float32 and MemAgent's RULER accuracy.
 
 Prefill depends on the CPU. PyTorch's int4 kernel has an AVX-512 path; on a host with AVX2 only
-it measured 2.2x slower than float32 for a 1,024-token prompt (and 3x faster for one token),
+it measured 2.1x slower than float32 weights at 1,024 rows (and 5.8x faster at one row),
 so there, by default, products of ``FLOAT32_MIN_ROWS`` rows or more (prompts) use the layer's
 float32 weights, which are exactly the same weights: prefill is then float32 arithmetic, as in
 the unquantized model, and decoding stays int4 (:func:`int4_prefill_is_fast`).
@@ -45,8 +45,8 @@ QUANTIZATIONS = ("int4",)
 GROUP_SIZE = 32  # the Q4_1 block: weights sharing one scale and one minimum
 CODES = 15  # a 4-bit code is 0..15
 RESCORED = 16  # highest bfloat16 logits recomputed in float32: enough to hold every near-tie at the top
-# Rows from which float32 weights outrun the int4 kernel on an AVX2 host (measured for the 120
-# Linears of SmolLM2-135M: float32/int4 time 1.48 at 32 rows, 0.84 at 64, 0.45 at 1,024).
+# Rows from which float32 weights outrun the int4 kernel on an AVX2 host (benchmarks.bench_linear_kernels,
+# the 120 Linears of SmolLM2-135M: float32/int4 time 1.43 at 32 rows, 0.81 at 64, 0.48 at 1,024).
 FLOAT32_MIN_ROWS = 64
 
 
@@ -88,8 +88,8 @@ class _BFloat16Kernel(torch.nn.Module):
 def int4_prefill_is_fast() -> bool:
     """Whether PyTorch's int4 kernel prefills faster than float32 here: where it has its AVX-512 path.
 
-    Measured with 2 cores (600-token prompts): on an AVX2-only host int4 prefilled 188 tokens/s
-    against float32's 401; on the host of the earlier measurements, whose instruction set was not
+    Measured with 2 cores (600-token prompts): on an AVX2-only host int4 prefilled 214 tokens/s
+    against float32's 371; on the host of the earlier measurements, whose instruction set was not
     recorded, 993 against 701.
     """
     return torch.backends.cpu.get_cpu_capability().startswith("AVX512")

@@ -103,9 +103,9 @@ def peak_rss() -> int:
 def machine() -> dict[str, Any]:
     """What the numbers depend on, recorded beside them; the load average shows concurrent work.
 
-    The CPU model and the instruction set PyTorch dispatches to are part of it: the same code
-    measured 3-5x apart on two hosts of this workplace (an AVX2 host runs PyTorch's int4 kernel
-    at a fifth of the speed), so a number is only comparable with numbers of the same CPU.
+    The CPU model and the instruction set PyTorch dispatches to are part of it: the same engine
+    measured 2.7x (float32) to 5x (int4 decode) slower on an AVX2-only host than on the earlier
+    one, so a number is only comparable with numbers of the same CPU.
     """
     import langgraph.version
     import torch

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.run_all`` (``make bench``). Each benchmark runs in its own
 interpreter so one's memory and threads cannot disturb the next; results land in
-``benchmarks/results/<name>.json``. Takes about 12 minutes on 2 idle cores.
+``benchmarks/results/<name>.json``. Takes about 14 minutes on 2 idle cores of the earlier benchmark host.
 """
 
 from __future__ import annotations
