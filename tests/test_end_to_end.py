@@ -21,6 +21,9 @@ SEEDS = (1, 2)
 # every batch order tried (2+3, 3+2, 2+4, 4+2, 3+4, 1+2).
 BATCH_SEEDS = (2, 3)
 BUDGET = {"chunk_tokens": 1000, "memory_tokens": 128, "answer_tokens": 64}
+# Seconds one request to the served model may take: a memory update took ~30 s on an AVX2-only
+# host sharing its 2 cores, and 120 s timed out there once when three processes shared them.
+REQUEST_TIMEOUT_S = 300
 
 
 def _sample(codec, seed):
@@ -65,7 +68,7 @@ def served_model(embedded_model_dir):
 
 @pytest.mark.server
 def test_memagent_through_an_openai_compatible_server(served_model, embedded_model_dir, smollm2_codec):
-    model = load_chat_model(f"vllm:{embedded_model_dir}", base_url=served_model, temperature=0, max_retries=1, timeout=120)
+    model = load_chat_model(f"vllm:{embedded_model_dir}", base_url=served_model, temperature=0, max_retries=1, timeout=REQUEST_TIMEOUT_S)
     graph = build_memagent_graph(model, tokenizer=str(embedded_model_dir), **BUDGET)
     sample = _sample(smollm2_codec, SEEDS[0])
     result = graph.invoke({"question": sample.question, "document": sample.document})
@@ -75,7 +78,7 @@ def test_memagent_through_an_openai_compatible_server(served_model, embedded_mod
 
 @pytest.mark.server
 async def test_memagent_async_through_the_server(served_model, embedded_model_dir, smollm2_codec):
-    model = load_chat_model(f"vllm:{embedded_model_dir}", base_url=served_model, temperature=0, max_retries=1, timeout=120)
+    model = load_chat_model(f"vllm:{embedded_model_dir}", base_url=served_model, temperature=0, max_retries=1, timeout=REQUEST_TIMEOUT_S)
     graph = build_memagent_graph(model, tokenizer=str(embedded_model_dir), **BUDGET)
     sample = _sample(smollm2_codec, SEEDS[1])
     _assert_found(sample, await graph.ainvoke({"question": sample.question, "document": sample.document}))
