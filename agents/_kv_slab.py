@@ -64,11 +64,32 @@ class SlabLayer(DynamicLayer):
     def get_seq_length(self) -> int:
         return self._key_length
 
+    def buffers_with_room(self, columns: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The key and value buffers, grown if needed so ``columns`` more tokens fit after the cached ones.
+
+        For a step that writes the new columns itself (a compiled step writes into the buffers it is
+        given); :meth:`extend` then counts them.
+        """
+        self._key_slab = _reserve(self._key_slab, self._key_length, columns)
+        self._value_slab = _reserve(self._value_slab, self._value_length, columns)
+        return self._key_slab, self._value_slab
+
+    def extend(self, columns: int) -> None:
+        """Count ``columns`` tokens written past the cached ones into :meth:`buffers_with_room`'s buffers."""
+        self._key_length += columns
+        self._value_length += columns
+
+
+def _reserve(slab: torch.Tensor, length: int, columns: int) -> torch.Tensor:
+    """``slab`` with room for ``columns`` more after its first ``length``: itself, or a copy twice as long when full."""
+    if length + columns <= slab.shape[-2]:
+        return slab
+    return _with_room(slab[:, :, :length], max(columns, length))
+
 
 def _append(slab: torch.Tensor, length: int, states: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Write ``states`` after the first ``length`` columns of ``slab``, doubling it when full."""
     end = length + states.shape[-2]
-    if end > slab.shape[-2]:
-        slab = _with_room(slab[:, :, :length], max(states.shape[-2], length))
+    slab = _reserve(slab, length, states.shape[-2])
     slab[:, :, length:end] = states
     return slab, end

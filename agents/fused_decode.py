@@ -14,10 +14,16 @@ It serves only models it can reproduce exactly: a ``llama`` model whose Linear l
 SiLU-gated; :func:`create_decode_step` returns None for anything else, and the engine then
 uses the model's forward (its ``decode_path`` says which).
 
+``compile_decode=True`` on the engine (``--compile-decode``) runs the step through
+``torch.compile``: at batch 1 about 20% less time a step, after a one-off compile, with
+logits close to these but not bit for bit (BENCHMARKS.md section 10).
+
 >>> from langgraph_memagent.agents.loading import load_chat_model
 >>> engine = load_chat_model("smollm2-135m").engine  # doctest: +SKIP
 >>> engine.decode_path  # doctest: +SKIP
 'fused-int4-llama'
+>>> load_chat_model("smollm2-135m", compile_decode=True).engine.decode_path  # doctest: +SKIP
+'compiled-fused-int4-llama'
 """
 
 from __future__ import annotations
@@ -91,31 +97,54 @@ class FusedDecodeStep:
 
     ``input_ids`` and ``position_ids`` are (rows, 1); ``attention_mask`` is (rows, cached + 1)
     with 0 over left padding; ``cache`` is the transformers cache the model's forward filled,
-    whose layers receive the new keys and values through ``update`` as in the model.
+    with :class:`~langgraph_memagent.agents._kv_slab.SlabLayer` layers: the step writes the new
+    keys and values into their buffers and counts them.
+
+    ``compiled=True`` runs the same code through ``torch.compile`` with Inductor's C++ wrapper,
+    so the ~1,000 small operations of a step run from generated C++ instead of Python: one
+    compile per batch shape (one row or several, padded or not), about a minute each on 2 cores
+    the first time and seconds once PyTorch's on-disk cache holds it. Inductor fuses the norms,
+    rotations and casts into its own loops, whose float32 rounding differs from the eager
+    operations', and a difference in the last bit can round an int4 kernel's bfloat16 input the
+    other way: logits are close to the model's, not bit for bit (up to 0.125 apart on one
+    measured step, the same greedy token; accuracy in BENCHMARKS.md section 10).
     """
 
-    def __init__(self, model: Any):
+    def __init__(self, model: Any, *, compiled: bool = False):
         body = model.model
         self.embed, self.rotary, self.norm, self.lm_head = body.embed_tokens, body.rotary_emb, body.norm, model.lm_head
         self.heads, self.kv_heads = model.config.num_attention_heads, model.config.num_key_value_heads
         self.head_dim = body.layers[0].self_attn.head_dim
         self.layers = [_Layer(layer) for layer in body.layers]
+        self.compiled = compiled
+        # dynamic=True: the cached length and the buffers' room are symbols, so a step compiles once, not per token.
+        self._forward = torch.compile(self._layers, dynamic=True, options={"cpp_wrapper": True}) if compiled else self._layers
 
     def __call__(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any) -> Any:
-        rows = input_ids.shape[0]
-        hidden = self.embed(input_ids[:, 0])
-        cos, sin = self.rotary(hidden, position_ids)  # (rows, 1, head_dim): broadcast over the heads
+        length = cache.layers[0].get_seq_length()
+        buffers = [layer.buffers_with_room(1) for layer in cache.layers]
         # Like transformers' SDPA path: no mask when nothing is padded, else the query heads of
         # each key/value head attend as a group of queries under one shared mask.
         mask = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
+        logits = self._forward(input_ids, mask, position_ids, length, [keys for keys, _ in buffers], [values for _, values in buffers])
+        for layer in cache.layers:
+            layer.extend(1)
+        return logits
+
+    def _layers(self, input_ids: Any, mask: Any, position_ids: Any, length: int, key_buffers: list, value_buffers: list) -> Any:
+        """The step's arithmetic; writes column ``length`` of every layer's key and value buffer."""
+        rows = input_ids.shape[0]
+        hidden = self.embed(input_ids[:, 0])
+        cos, sin = self.rotary(hidden, position_ids)  # (rows, 1, head_dim): broadcast over the heads
         query_size, key_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        for index, layer in enumerate(self.layers):
+        for layer, key_buffer, value_buffer in zip(self.layers, key_buffers, value_buffers):
             qkv = _int4(_rms_norm(hidden, layer.input_norm), layer.qkv).float()
             # Queries and keys rotate as one tensor: the same elementwise arithmetic, half the ops.
             rotated = _rotate(qkv[:, : query_size + key_size].view(rows, self.heads + self.kv_heads, self.head_dim), cos, sin)
-            query, key = rotated[:, : self.heads], rotated[:, self.heads :, None]
-            value = qkv[:, query_size + key_size :].view(rows, self.kv_heads, 1, self.head_dim)
-            keys, values = cache.layers[index].update(key, value)
+            query = rotated[:, : self.heads]
+            key_buffer[:, :, length : length + 1] = rotated[:, self.heads :, None]
+            value_buffer[:, :, length : length + 1] = qkv[:, query_size + key_size :].view(rows, self.kv_heads, 1, self.head_dim)
+            keys, values = key_buffer[:, :, : length + 1], value_buffer[:, :, : length + 1]
             if mask is None:
                 attended = F.scaled_dot_product_attention(
                     query[:, :, None], keys, values, scale=layer.scaling, enable_gqa=True
@@ -129,8 +158,12 @@ class FusedDecodeStep:
         return self.lm_head(_rms_norm(hidden, self.norm))
 
 
-def create_decode_step(model: Any) -> FusedDecodeStep | None:
-    """A :class:`FusedDecodeStep` for ``model``, or None where it cannot reproduce the model's forward."""
-    if _unsupported_reason(model) is not None:
-        return None
-    return FusedDecodeStep(model)
+def create_decode_step(model: Any, *, compiled: bool = False) -> FusedDecodeStep | None:
+    """A :class:`FusedDecodeStep` for ``model``, or None where it cannot reproduce the model's forward.
+
+    ``compiled=True`` (see :class:`FusedDecodeStep`) on a model it cannot serve is refused, naming why.
+    """
+    reason = _unsupported_reason(model)
+    if reason is not None and compiled:
+        raise ValueError(f"compile_decode needs an int4 Llama model (quantization='int4'): {reason}")
+    return None if reason is not None else FusedDecodeStep(model, compiled=compiled)

@@ -213,6 +213,12 @@ class VLLMEngineChatModel(JsonSchemaOutput, BaseChatModel):
         """The engine's tokenizer, used for token-exact chunking and prompt rendering."""
         return self._llm.get_tokenizer()
 
+    @property
+    def context_window(self) -> int | None:
+        """vLLM's ``max_model_len``: the budget SUMER and AgeMem stop at; None where the engine does not say (a server)."""
+        # Without it a tool graph's context grew past vLLM's limit and vLLM refused the prompt (seen on an H100).
+        return getattr(getattr(getattr(self._llm, "llm_engine", None), "model_config", None), "max_model_len", None)
+
     def bind_tools(
         self,
         tools: Sequence[dict[str, Any] | type | Callable | BaseTool],

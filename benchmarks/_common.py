@@ -198,14 +198,15 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
     return path
 
 
-def run_compare_benchmark(name: str, settings: dict[str, Any], config: Any) -> int:
+def run_compare_benchmark(name: str, settings: dict[str, Any], config: Any, **model_options: Any) -> int:
     """Run a ``memagent compare`` configuration on the embedded model, greedy (a re-run
-    reproduces every answer), then record and print its summary."""
+    reproduces every answer), with ``model_options`` for ``load_chat_model`` (e.g.
+    ``compile_decode=True``), then record and print its summary."""
     from langgraph_memagent.agents.loading import load_chat_model
     from langgraph_memagent.evals.harness import run_comparison
 
     load = OtherLoad()
-    result = run_comparison(config, model=load_chat_model("smollm2-135m", temperature=0))
+    result = run_comparison(config, model=load_chat_model("smollm2-135m", temperature=0, **model_options))
     write_result(name, {"settings": settings, "out": str(result.out), "summary_md": result.markdown, "other_cpu_cores": load.cores()})
     print(result.markdown)
     print(f"{name}: tables and plots in {result.out}; other load {load.cores():.2f} cores")

@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--memory-tokens", type=int, default=64, help="generation limit of a memory update (default: %(default)s)")
     parser.add_argument("--answer-tokens", type=int, default=32, help="generation limit of the final answer (default: %(default)s)")
     parser.add_argument("--no-async", action="store_true", help="skip the asyncio graph.abatch mode")
+    parser.add_argument("--compile-decode", action="store_true", help="decode through the compiled fused step (compile_decode=True)")
     args = parser.parse_args(argv)
 
     from langgraph_memagent import build_memagent_graph, load_chat_model
@@ -77,9 +78,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from langgraph_memagent.evals.scoring import score
 
     start = time.perf_counter()
-    model = load_chat_model("smollm2-135m", temperature=0)
+    model = load_chat_model("smollm2-135m", temperature=0, compile_decode=args.compile_decode)
     engine = model.engine
     model.invoke("Hello", max_tokens=4)  # warm-up: the first generate call is slower
+    if args.compile_decode:  # the compiles of several rows, padded or not, before any timing
+        model.batch(["Hello", "Name three colors of the rainbow, please."], max_tokens=8)
     load_s = time.perf_counter() - start
     graph = build_memagent_graph(
         model, chunk_tokens=args.chunk_tokens, memory_tokens=args.memory_tokens, answer_tokens=args.answer_tokens
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {
         "settings": vars(args),
         "model": f"smollm2-135m ({model.quantization or 'float32'}, greedy), engine max_batch_size={engine.max_batch_size}",
+        "decode_path": engine.decode_path,
         "model_load_s": load_s,
         "modes": measured,
         "speedup_vs_sequential": ratios,

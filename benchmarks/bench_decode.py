@@ -7,7 +7,9 @@ writes into spare columns instead. ``slab_int4`` is the slab with the engine's
 Q4_1 codes) through the model's forward; ``fused_int4`` is the same model through the
 engine's :class:`~langgraph_memagent.agents.fused_decode.FusedDecodeStep`; both prefill with the
 int4 kernel. ``engine`` is what ``load_chat_model`` builds: the fused step, and prefill through
-the layers' float32 weights where PyTorch's int4 kernel has no AVX-512 path. All run here
+the layers' float32 weights where PyTorch's int4 kernel has no AVX-512 path; ``compiled`` is
+the engine with ``compile_decode=True`` (the fused step through ``torch.compile``, compiled
+before the rounds, its compile time reported apart). All run here
 on the same prompts, interleaved round by round so machine noise hits them alike, at batch 1
 and batch 8 with a ``--prompt-tokens`` cache. Reports the median step time, decode tokens per
 second and prefill tokens per second. When ``llama-cpp-python`` is installed, llama.cpp runs
@@ -27,7 +29,7 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_decode"
-VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4", "engine")  # how a step runs, then the weights when not float32
+VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4", "engine", "compiled")  # how a step runs, then the weights when not float32
 LLAMA_CPP_INSTALL = "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed)"
 
 
@@ -113,8 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
     int4 = quantize_for_cpu(copy.deepcopy(model), "int4", float32_prefill=False)
     engine = quantize_for_cpu(copy.deepcopy(model), "int4")
-    models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4, "engine": engine}
-    fused = {"fused_int4": create_decode_step(int4), "engine": create_decode_step(engine)}
+    compiled = quantize_for_cpu(copy.deepcopy(model), "int4")
+    models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4, "engine": engine, "compiled": compiled}
+    fused = {
+        "fused_int4": create_decode_step(int4), "engine": create_decode_step(engine),
+        "compiled": create_decode_step(compiled, compiled=True),
+    }
+    compile_s = {}
+    for rows in (1, 8):  # one compile per batch shape, outside the timed rounds
+        started = time.perf_counter()
+        _decode_steps(compiled, torch.randint(100, 40_000, (rows, 32)), 2, slab=True, fused=fused["compiled"])
+        compile_s[rows] = time.perf_counter() - started
     llm = _llama_cpp(args.prompt_tokens + args.steps + 16)
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
@@ -152,15 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"] for name in VARIANTS}
     versus_llama = (
         {f"{name}_{key}": results[f"batch1_{name}"][key] / results["batch1_llama_cpp"][key]
-         for name in ("slab", "slab_int4", "fused_int4", "engine") for key in ("tokens_per_s", "prefill_tokens_per_s")}
+         for name in VARIANTS[1:] for key in ("tokens_per_s", "prefill_tokens_per_s")}
         | {f"{name}_call_speed": results["batch1_llama_cpp"]["call_s"] / results[f"batch1_{name}"]["call_s"]
-           for name in ("slab", "slab_int4", "fused_int4", "engine")}
+           for name in VARIANTS[1:]}
         if llm is not None
         else None
     )
     result = {
         "settings": vars(args),
         "engine_prefill_path": prefill_path(engine),
+        "compile_s_by_rows": compile_s,
         "results": results,
         "slab_speedup": speedups,
         "int4_vs_float32_decode_tokens_per_s": int4_gain,
@@ -176,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int4 vs float32 decode "
         f"{int4_gain[1]:.2f}x (batch 1), {int4_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
         f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4, {batch_gain['fused_int4']:.2f}x fused_int4, "
-        f"{batch_gain['engine']:.2f}x engine (prefill: {result['engine_prefill_path']}); "
+        f"{batch_gain['engine']:.2f}x engine, {batch_gain['compiled']:.2f}x compiled (prefill: {result['engine_prefill_path']}; "
+        f"compile {compile_s[1]:.0f} s + {compile_s[8]:.0f} s); "
         f"llama.cpp: {result['llama_cpp']}; "
         f"other load {result['other_cpu_cores']:.2f} cores"
     )

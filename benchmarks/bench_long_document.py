@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length", default="1M", help="haystack length in tokens (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=21, help="seed of the generated sample (default: %(default)s)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "long_document"), help="output directory (default: %(default)s)")
+    parser.add_argument("--compile-decode", action="store_true", help="decode through the compiled fused step (compile_decode=True)")
     args = parser.parse_args(argv)
 
     from langgraph_memagent.evals.harness import ComparisonConfig
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     config = ComparisonConfig(
         graphs=("memagent",), task="niah_single_1", lengths=(parse_length(args.length),), samples=1, seed=args.seed, out=args.out
     )
-    status = run_compare_benchmark(NAME, vars(args), config)
+    status = run_compare_benchmark(NAME, vars(args), config, compile_decode=args.compile_decode)
     with open(f"{args.out}/{RESULTS_FILE}", encoding="utf-8") as handle:
         row = json.loads(handle.readline())
     print(

@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.run_all`` (``make bench``). Each benchmark runs in its own
 interpreter so one's memory and threads cannot disturb the next; results land in
-``benchmarks/results/<name>.json``. Takes about 14 minutes on 2 idle cores of the earlier benchmark host.
+``benchmarks/results/<name>.json``. Took about 14 minutes on 2 idle cores of the earlier benchmark host, before bench_decode compiled its
+``compiled`` variant (about 4 minutes more the first time) and bench_step_floor (about a minute) joined.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARKS = ("bench_chunking", "bench_orchestration", "bench_linear_kernels", "bench_decode", "bench_batching")
+BENCHMARKS = ("bench_chunking", "bench_orchestration", "bench_linear_kernels", "bench_decode", "bench_step_floor", "bench_batching")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -314,6 +314,7 @@ def _manifest(config: ComparisonConfig, model: BaseChatModel, codec: Any) -> dic
         "judge": None if config.judge is None else config.judge if isinstance(config.judge, str) else describe_endpoint(config.judge),
         # Only when set, so float32 runs recorded before the option existed still resume.
         **({"quantization": model.quantization} if getattr(model, "quantization", None) else {}),
+        **({"compile_decode": True} if getattr(model, "compile_decode", False) else {}),
     }
 
 

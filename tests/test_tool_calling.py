@@ -419,8 +419,12 @@ def test_real_model_forced_tool_choice_always_yields_a_call(greedy_model):
 
 
 class _FakeLLM:
-    def __init__(self, tokenizer, replies):
+    def __init__(self, tokenizer, replies, max_model_len=None):
         self.tokenizer, self.replies, self.batches = tokenizer, list(replies), []
+        if max_model_len is not None:  # where vllm.LLM keeps it
+            from types import SimpleNamespace
+
+            self.llm_engine = SimpleNamespace(model_config=SimpleNamespace(max_model_len=max_model_len))
 
     def get_tokenizer(self):
         return self.tokenizer
@@ -447,7 +451,7 @@ def fake_vllm(monkeypatch, tokenizer):
     module.engines = []
 
     def make_llm(model, **kwargs):
-        module.engines.append(_FakeLLM(tokenizer, module.replies))
+        module.engines.append(_FakeLLM(tokenizer, module.replies, kwargs.get("max_model_len")))
         return module.engines[-1]
 
     module.LLM = make_llm
@@ -456,6 +460,15 @@ def fake_vllm(monkeypatch, tokenizer):
     module.replies = []
     monkeypatch.setitem(__import__("sys").modules, "vllm", module)
     return module
+
+
+def test_vllm_engine_reports_its_window_so_tool_graphs_stop_inside_it(fake_vllm):
+    from langgraph_memagent import load_chat_model
+    from langgraph_memagent.agents.loading import context_window
+
+    # SUMER and AgeMem read their budget through context_window (the window less one turn).
+    assert context_window(load_chat_model("vllm-engine:some/model", engine_kwargs={"max_model_len": 4096})) == 4096
+    assert context_window(load_chat_model("vllm-engine:some/model")) is None  # an engine that does not say
 
 
 def test_vllm_engine_renders_tools_parses_calls_and_records_token_ids(fake_vllm, tokenizer):
