@@ -326,7 +326,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--compile-decode", action="store_true",
         help="local int4 models, CPU: run the decode step through torch.compile, about 20%% faster at batch 1 on 2 cores "
-        "after a one-off compile of about a minute per batch shape (cached on disk by PyTorch); logits close to the "
+        "after a one-off compile of 90-130 s per batch shape (cached on disk by PyTorch); logits close to the "
         "eager step's, not bit for bit (greedy accuracy: BENCHMARKS.md section 10)",
     )
 

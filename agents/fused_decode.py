@@ -102,7 +102,7 @@ class FusedDecodeStep:
 
     ``compiled=True`` runs the same code through ``torch.compile`` with Inductor's C++ wrapper,
     so the ~1,000 small operations of a step run from generated C++ instead of Python: one
-    compile per batch shape (one row or several, padded or not), about a minute each on 2 cores
+    compile per batch shape (one row or several, padded or not), 90-130 s each on 2 cores
     the first time and seconds once PyTorch's on-disk cache holds it. Inductor fuses the norms,
     rotations and casts into its own loops, whose float32 rounding differs from the eager
     operations', and a difference in the last bit can round an int4 kernel's bfloat16 input the
