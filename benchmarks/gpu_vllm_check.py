@@ -174,22 +174,24 @@ def run_model_checks(model: Any, tokenizer: Any, args: argparse.Namespace, resul
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    tq = sub.add_parser("tiny-qwen")
-    tq.add_argument("--tokenizer", required=True)
-    tq.add_argument("--out", required=True)
-    for name in ("serve", "engine", "hf"):
-        p = sub.add_parser(name)
-        p.add_argument("--model", required=True)
-        p.add_argument("--json", required=True)
-        p.add_argument("--samples", type=int, default=8)
-        p.add_argument("--length", type=int, default=4096)
-        p.add_argument("--concurrency", type=int, default=8)
+    tq = sub.add_parser("tiny-qwen", help="write a random-weight 2-layer Qwen2 with a given tokenizer")
+    tq.add_argument("--tokenizer", required=True, help="directory whose tokenizer and chat template the model takes")
+    tq.add_argument("--out", required=True, help="directory to write the model to")
+    helps = {"serve": "check a running `vllm serve` through vllm:", "engine": "check vLLM in-process through vllm-engine:",
+             "hf": "the same checks on the transformers backend (a reference)"}
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--model", required=True, help="served model name (serve) or model directory")
+        p.add_argument("--json", required=True, help="file to write the results to")
+        p.add_argument("--samples", type=int, default=8, help="niah_single_1 samples (default: %(default)s)")
+        p.add_argument("--length", type=int, default=4096, help="haystack tokens (default: %(default)s)")
+        p.add_argument("--concurrency", type=int, default=8, help="graph runs in flight (default: %(default)s)")
         if name == "serve":
-            p.add_argument("--base-url", required=True)
-            p.add_argument("--tokenizer", required=True)
+            p.add_argument("--base-url", required=True, help="the server's OpenAI endpoint, e.g. http://127.0.0.1:8000/v1")
+            p.add_argument("--tokenizer", required=True, help="local tokenizer directory for token-exact chunking")
         elif name == "engine":
-            p.add_argument("--gpu-memory-utilization", type=float, default=0.3)
-            p.add_argument("--enforce-eager", action="store_true")
+            p.add_argument("--gpu-memory-utilization", type=float, default=0.3, help="vLLM's share of GPU memory (default: %(default)s)")
+            p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (faster start)")
     args = parser.parse_args(argv)
     if args.command == "tiny-qwen":
         tiny_qwen(args.tokenizer, args.out)
