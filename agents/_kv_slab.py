@@ -57,8 +57,11 @@ class SlabLayer(DynamicLayer):
         self._value_length = 0 if states is None else states.shape[-2]
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        self._key_slab, self._key_length = _append(self._key_slab, self._key_length, key_states)
-        self._value_slab, self._value_length = _append(self._value_slab, self._value_length, value_states)
+        columns = key_states.shape[-2]
+        keys, values = self.buffers_with_room(columns)
+        keys[:, :, self._key_length : self._key_length + columns] = key_states
+        values[:, :, self._value_length : self._value_length + columns] = value_states
+        self.extend(columns)
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
@@ -86,10 +89,3 @@ def _reserve(slab: torch.Tensor, length: int, columns: int) -> torch.Tensor:
         return slab
     return _with_room(slab[:, :, :length], max(columns, length))
 
-
-def _append(slab: torch.Tensor, length: int, states: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """Write ``states`` after the first ``length`` columns of ``slab``, doubling it when full."""
-    end = length + states.shape[-2]
-    slab = _reserve(slab, length, states.shape[-2])
-    slab[:, :, length:end] = states
-    return slab, end
