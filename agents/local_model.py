@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import ctypes
-import ctypes.util
 import itertools
 import json
 import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from ._host import on_a_passing_thread, release_freed_memory
 from .constrained import GrammarTokenizer, TokenConstraint, mask_logits, token_counter
 from .sampling import SamplingParams, next_tokens
 from .structured_output import JsonSchemaOutput, reply_grammar
@@ -45,27 +44,6 @@ from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_pr
 
 _SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty")
 _CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format")
-
-
-def _load_malloc_trim() -> Callable[[int], int] | None:
-    libc = ctypes.util.find_library("c")
-    return getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None
-
-
-_MALLOC_TRIM = _load_malloc_trim()  # glibc only; None elsewhere (macOS, musl)
-
-
-def release_freed_memory() -> bool:
-    """Return the C heap's freed pages to the OS (glibc's ``malloc_trim``); False where unavailable.
-
-    Decoding allocates KV caches of ever-changing sizes; glibc keeps the freed memory in its
-    heap, so a process's resident size only grew (about 5.5 GB per 128-rollout evaluation,
-    BENCHMARKS.md section 6) although Python and torch had released it.
-    """
-    if _MALLOC_TRIM is None:
-        return False
-    _MALLOC_TRIM(0)
-    return True
 
 
 @dataclass
@@ -128,7 +106,7 @@ class BatchedGenerator:
         from .quantization import prefill_path
 
         # int4 Llama models decode through straight-line code with the same arithmetic (compiled if asked).
-        self._fused_step = create_decode_step(model, compiled=compile_decode)
+        self._fused_step = on_a_passing_thread(create_decode_step, model, compiled=compile_decode)
         self.decode_path = "transformers" if self._fused_step is None else "compiled-fused-int4-llama" if compile_decode else "fused-int4-llama"
         self.prefill_path = prefill_path(model)
         # Observable, so tests and benchmarks can see requests share decode steps.
@@ -171,12 +149,7 @@ class BatchedGenerator:
 
             return quantize_for_cpu(model, quantization)
 
-        # Built on a thread that then exits, so the caller's thread keeps no OpenMP team: with
-        # two teams on 2 cores the OpenMP runtime stops spin-waiting, and the worker's decode
-        # step measured 25.7 ms instead of 14.6 (int4, 1,200 cached tokens).
-        with ThreadPoolExecutor(max_workers=1) as loader:
-            model = loader.submit(build).result()
-        return cls(model, AutoTokenizer.from_pretrained(model_path), **options)
+        return cls(on_a_passing_thread(build), AutoTokenizer.from_pretrained(model_path), **options)
 
     def submit(self, prompt_ids: list[int], params: SamplingParams, grammar: str | None = None) -> Future:
         """Queue one generation, following ``grammar`` (llguidance Lark, see :mod:`.constrained`) if given;

@@ -18,11 +18,20 @@ a Q4_1 file the same group-wise rounding is lossy: :func:`int4_rounding_error` s
 much. Measured on 2 cores (BENCHMARKS.md section 10): speed, next-token agreement with
 float32 and MemAgent's RULER accuracy.
 
-Prefill depends on the CPU. PyTorch's int4 kernel has an AVX-512 path; on a host with AVX2 only
-it measured 2.1x slower than float32 weights at 1,024 rows (and 5.8x faster at one row),
-so there, by default, products of ``FLOAT32_MIN_ROWS`` rows or more (prompts) use the layer's
-float32 weights, which are exactly the same weights: prefill is then float32 arithmetic, as in
-the unquantized model, and decoding stays int4 (:func:`int4_prefill_is_fast`).
+Prefill depends on the CPU, so the layers keep a dense copy of the same weights for products of
+``DENSE_PREFILL_MIN_ROWS`` rows or more (prompts), chosen by :func:`default_prefill_weights`:
+
+- ``"bfloat16"`` where the CPU has bfloat16 instructions (AVX512-BF16 or AMX): oneDNN's
+  bfloat16 product with float32 accumulation ran 2.1x float32's speed on a Zen 4 host (2
+  cores), and 2.2x the int4 kernel's at 1,024 rows. The numerics are the int4 kernel's (inputs
+  and outputs rounded to bfloat16) except that each weight is rounded to bfloat16 (8-bit
+  mantissa) instead of the scale and minimum of its block.
+- ``"int4"`` on other AVX-512 hosts: the int4 kernel for every product.
+- ``"float32"`` on hosts without AVX-512, where the int4 kernel has no fast path (2.1x slower
+  than float32 weights at 1,024 rows, 5.8x faster at one row): prompts then run float32
+  arithmetic on exactly the same weights, as in the unquantized model.
+
+Decoding (fewer rows) always runs the int4 kernel.
 
 For inference only: a trainer needs its float32 policy (exact log-probs, live weights).
 
@@ -45,9 +54,11 @@ QUANTIZATIONS = ("int4",)
 GROUP_SIZE = 32  # the Q4_1 block: weights sharing one scale and one minimum
 CODES = 15  # a 4-bit code is 0..15
 RESCORED = 16  # highest bfloat16 logits recomputed in float32: enough to hold every near-tie at the top
-# Rows from which float32 weights outrun the int4 kernel on an AVX2 host (benchmarks.bench_linear_kernels,
-# the 120 Linears of SmolLM2-135M: float32/int4 time 1.43 at 32 rows, 0.81 at 64, 0.48 at 1,024).
-FLOAT32_MIN_ROWS = 64
+PREFILL_WEIGHTS = ("int4", "float32", "bfloat16")
+# Rows from which dense weights outrun the int4 kernel (benchmarks.bench_linear_kernels, the 120
+# Linears of SmolLM2-135M: on an AVX2 host float32/int4 time 1.43 at 32 rows, 0.81 at 64, 0.48
+# at 1,024; on a Zen 4 host bfloat16/int4 time 0.83 at 32 rows, 0.70 at 64, 0.44 at 1,024).
+DENSE_PREFILL_MIN_ROWS = 64
 
 
 def _int4_codes(weight: Any) -> tuple[Any, Any, Any]:
@@ -85,26 +96,31 @@ class _BFloat16Kernel(torch.nn.Module):
         return outputs.reshape(*inputs.shape[:-1], self.out_features).to(inputs.dtype)
 
 
-def int4_prefill_is_fast() -> bool:
-    """Whether PyTorch's int4 kernel prefills faster than float32 here: where it has its AVX-512 path.
+def default_prefill_weights() -> str:
+    """The fastest weights for prompts on this CPU: ``"bfloat16"``, ``"int4"`` or ``"float32"`` (see the module doc).
 
     Measured with 2 cores (600-token prompts): on an AVX2-only host int4 prefilled 214 tokens/s
-    against float32's 371; on the host of the earlier measurements, whose instruction set was not
-    recorded, 993 against 701.
+    against float32's 371; on an AVX-512 Zen 4 host with bfloat16 instructions int4 prefilled
+    573 tokens/s, float32 633 and bfloat16 1,010 (BENCHMARKS.md section 10).
     """
-    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    if torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported():
+        return "bfloat16"
+    return "int4" if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else "float32"
 
 
 class Int4Linear(_BFloat16Kernel):
     """A ``torch.nn.Linear`` as 4-bit codes with one bfloat16 scale and minimum per 32 weights.
 
-    With ``float32_prefill``, products of ``FLOAT32_MIN_ROWS`` rows or more use the Linear's own
-    float32 weight (kept, not copied) in float32 arithmetic, and fewer rows the int4 kernel.
+    ``prefill_weights`` other than ``"int4"`` keeps a dense copy for products of
+    ``DENSE_PREFILL_MIN_ROWS`` rows or more: ``"float32"`` the Linear's own weight (kept, not
+    copied) in float32 arithmetic, ``"bfloat16"`` the weight rounded to bfloat16 in the int4
+    kernel's bfloat16 arithmetic. Fewer rows always run the int4 kernel.
     """
 
-    def __init__(self, linear: Any, *, float32_prefill: bool = False):
+    def __init__(self, linear: Any, *, prefill_weights: str = "int4"):
         super().__init__(linear)
-        self.float32_weight = linear.weight.detach() if float32_prefill else None
+        self.prefill_weights = prefill_weights
+        self.dense_weight = {"int4": None, "float32": linear.weight.detach(), "bfloat16": linear.weight.detach().bfloat16()}[prefill_weights]
         codes, scale, minimum = _int4_codes(linear.weight)
         self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(
             codes.reshape(self.out_features, self.in_features).to(torch.int32), 1))
@@ -113,11 +129,13 @@ class Int4Linear(_BFloat16Kernel):
         self.register_buffer("scales_and_zeros", torch.stack([scale, zero], -1).transpose(0, 1).contiguous().bfloat16())
 
     def forward(self, inputs: Any) -> Any:
-        if self.float32_weight is not None and inputs.numel() >= FLOAT32_MIN_ROWS * inputs.shape[-1]:
-            return torch.nn.functional.linear(inputs.float(), self.float32_weight, self.bias).to(inputs.dtype)
+        if self.prefill_weights == "float32" and inputs.numel() >= DENSE_PREFILL_MIN_ROWS * inputs.shape[-1]:
+            return torch.nn.functional.linear(inputs.float(), self.dense_weight, self.bias).to(inputs.dtype)
         return super().forward(inputs)
 
     def _matmul(self, inputs: Any) -> Any:
+        if self.prefill_weights == "bfloat16" and inputs.shape[0] >= DENSE_PREFILL_MIN_ROWS:
+            return torch.nn.functional.linear(inputs, self.dense_weight)
         return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, self.packed, GROUP_SIZE, self.scales_and_zeros)
 
 
@@ -153,16 +171,17 @@ class OutputProjection(_BFloat16Kernel):
         return logits.scatter_(-1, top, exact).to(inputs.dtype)
 
 
-def quantize_for_cpu(model: Any, quantization: str, *, float32_prefill: bool | None = None) -> Any:
+def quantize_for_cpu(model: Any, quantization: str, *, prefill_weights: str | None = None) -> Any:
     """``model`` with its Linear layers in int4 (``lm_head``: :class:`OutputProjection`), on CPU, changed in place.
 
     Every Linear must have a multiple of 32 input features; any other shape is refused by name.
-    ``float32_prefill`` keeps each layer's float32 weights for products of many rows (see
-    :class:`Int4Linear`); None chooses it where the int4 kernel prefills slower
-    (:func:`int4_prefill_is_fast`).
+    ``prefill_weights`` (one of ``PREFILL_WEIGHTS``) is what products of many rows run on (see
+    :class:`Int4Linear`); None picks the fastest here (:func:`default_prefill_weights`).
     """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be one of {list(QUANTIZATIONS)} or None, got {quantization!r}")
+    if prefill_weights not in (None, *PREFILL_WEIGHTS):
+        raise ValueError(f"prefill_weights must be one of {list(PREFILL_WEIGHTS)} or None, got {prefill_weights!r}")
     device = next(model.parameters()).device
     if device.type != "cpu":
         raise ValueError(f"int4 quantization runs on CPU only (PyTorch's int4 CPU kernel); the model is on {device}")
@@ -170,19 +189,18 @@ def quantize_for_cpu(model: Any, quantization: str, *, float32_prefill: bool | N
     for name, linear in linears:
         if linear.in_features % GROUP_SIZE:
             raise ValueError(f"int4 needs Linear input sizes divisible by {GROUP_SIZE}; {name!r} has {linear.in_features}")
-    if float32_prefill is None:
-        float32_prefill = not int4_prefill_is_fast()
+    prefill_weights = prefill_weights or default_prefill_weights()
     for name, linear in linears:
         parent_name, _, attribute = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        quantized = OutputProjection(linear) if attribute == "lm_head" else Int4Linear(linear, float32_prefill=float32_prefill)
+        quantized = OutputProjection(linear) if attribute == "lm_head" else Int4Linear(linear, prefill_weights=prefill_weights)
         setattr(parent, attribute, quantized)
     return model
 
 
 def prefill_path(model: Any) -> str:
-    """How ``model`` prefills a prompt: ``"int4"``, ``"float32 weights of int4 layers"`` or its dtype's name."""
+    """How ``model`` prefills a prompt: ``"int4"``, ``"float32 weights of int4 layers"``, ``"bfloat16 ..."`` or its dtype's name."""
     layers = [module for module in model.modules() if isinstance(module, Int4Linear)]
     if not layers:
         return str(next(model.parameters()).dtype).removeprefix("torch.")
-    return "int4" if layers[0].float32_weight is None else "float32 weights of int4 layers"
+    return "int4" if layers[0].prefill_weights == "int4" else f"{layers[0].prefill_weights} weights of int4 layers"

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval()
-    int4 = quantize_for_cpu(copy.deepcopy(model), "int4", float32_prefill=False)
+    int4 = quantize_for_cpu(copy.deepcopy(model), "int4", prefill_weights="int4")
     engine = quantize_for_cpu(copy.deepcopy(model), "int4")
     compiled = quantize_for_cpu(copy.deepcopy(model), "int4")
     models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4, "engine": engine, "compiled": compiled}

@@ -545,3 +545,13 @@ def test_locomo_tool_use_table_counts_calls_evidence_searches_and_extractions():
     assert table["sumer"]["stop_reasons"] == {"submitted": 1, "turn_limit": 1}
     assert table["agemem"]["tool_calls_by_name"] == {"add_memory": 2.0, "invalid": 1.0} and table["agemem"]["invalid_tool_calls"] == 1
     assert (table["langmem"]["extraction_calls"], table["langmem"]["memories"], table["langmem"]["llm_calls"]) == (19, 30, 4.0)
+
+
+def test_prefill_weights_sign_test_matches_hand_computed_binomial_tails():
+    from langgraph_memagent.benchmarks.bench_prefill_weights import sign_test
+
+    # Two-sided exact: 2 x P(X <= min) for X ~ Binomial(pairs, 1/2), capped at 1.
+    assert sign_test(0, 2) == 2 * (1 / 4)
+    assert sign_test(1, 5) == 2 * (1 + 6) / 64
+    assert sign_test(5, 1) == sign_test(1, 5)
+    assert sign_test(3, 3) == 1.0 and sign_test(0, 0) == 1.0

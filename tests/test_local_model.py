@@ -214,9 +214,9 @@ def test_longer_requests_join_a_batch_already_decoding(greedy_model):
 
 
 def test_an_idle_worker_hands_freed_memory_back_to_the_os(greedy_model, monkeypatch):
-    from langgraph_memagent.agents import local_model
+    from langgraph_memagent.agents import _host
 
-    if local_model._MALLOC_TRIM is None:
+    if _host._MALLOC_TRIM is None:
         pytest.skip("no glibc malloc_trim on this platform")
     engine = greedy_model.engine
     monkeypatch.setattr(engine, "idle_trim_s", 0.05)
@@ -299,42 +299,54 @@ def test_int4_weights_are_the_gguf_codes_and_decode_like_float32(embedded_model_
 
 
 @pytest.mark.embedded
-def test_int4_prefill_through_float32_weights_is_the_float32_models_prefill(embedded_model_dir):
+def test_int4_prefill_through_dense_weights(embedded_model_dir):
     import copy
 
     import torch
     from transformers import AutoModelForCausalLM
 
-    from langgraph_memagent.agents.quantization import FLOAT32_MIN_ROWS, prefill_path, quantize_for_cpu
+    from langgraph_memagent.agents.quantization import DENSE_PREFILL_MIN_ROWS, prefill_path, quantize_for_cpu
 
     float32 = AutoModelForCausalLM.from_pretrained(embedded_model_dir).eval()
-    both = quantize_for_cpu(copy.deepcopy(float32), "int4", float32_prefill=True)
-    int4 = quantize_for_cpu(copy.deepcopy(float32), "int4", float32_prefill=False)
-    assert (prefill_path(float32), prefill_path(both), prefill_path(int4)) == ("float32", "float32 weights of int4 layers", "int4")
+    models = {weights: quantize_for_cpu(copy.deepcopy(float32), "int4", prefill_weights=weights) for weights in ("float32", "bfloat16", "int4")}
+    assert [prefill_path(model) for model in (float32, *models.values())] == [
+        "float32", "float32 weights of int4 layers", "bfloat16 weights of int4 layers", "int4"
+    ]
     torch.manual_seed(0)
-    prompt = torch.randint(100, 40_000, (1, FLOAT32_MIN_ROWS + 16))
-    short = prompt[:, : FLOAT32_MIN_ROWS - 1]
+    prompt = torch.randint(100, 40_000, (1, DENSE_PREFILL_MIN_ROWS + 16))
+    short = prompt[:, : DENSE_PREFILL_MIN_ROWS - 1]
 
     def last_hidden(model, ids):
         with torch.inference_mode():
             return model(input_ids=ids, output_hidden_states=True).hidden_states[-1]
 
-    # A prompt: every layer runs float32 arithmetic, as in the unquantized model.
-    assert torch.equal(last_hidden(both, prompt), last_hidden(float32, prompt))
-    assert not torch.equal(last_hidden(int4, prompt), last_hidden(float32, prompt))
-    # Fewer rows (decode steps, short prompts): the int4 kernel.
-    assert torch.equal(last_hidden(both, short), last_hidden(int4, short))
+    # A prompt through float32 weights: every layer runs float32 arithmetic, as in the unquantized model.
+    assert torch.equal(last_hidden(models["float32"], prompt), last_hidden(float32, prompt))
+    assert not torch.equal(last_hidden(models["int4"], prompt), last_hidden(float32, prompt))
+    # Through bfloat16 weights: neither float32's nor the int4 kernel's numbers, but near both
+    # (the same bfloat16 inputs and outputs as the int4 kernel, weights rounded to bfloat16).
+    bfloat16, int4 = last_hidden(models["bfloat16"], prompt), last_hidden(models["int4"], prompt)
+    assert not torch.equal(bfloat16, int4)
+    assert (bfloat16 - int4).norm() / int4.norm() < 0.05
+    # Fewer rows (decode steps, short prompts): the int4 kernel, whatever the prefill weights.
+    for model in (models["float32"], models["bfloat16"]):
+        assert torch.equal(last_hidden(model, short), last_hidden(models["int4"], short))
 
 
-def test_int4_prefills_with_float32_weights_only_where_the_int4_kernel_lacks_avx512(monkeypatch):
+def test_prefill_weights_follow_the_cpus_instructions(monkeypatch):
     import torch
 
     from langgraph_memagent.agents.quantization import quantize_for_cpu
 
-    for capability, kept in (("AVX2", True), ("DEFAULT", True), ("AVX512", False)):
+    cases = (("AVX2", False, "float32"), ("DEFAULT", False, "float32"), ("AVX512", False, "int4"), ("AVX512", True, "bfloat16"))
+    for capability, bfloat16_instructions, chosen in cases:
         monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bfloat16_instructions)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
         layer = quantize_for_cpu(torch.nn.ModuleDict({"proj": torch.nn.Linear(64, 16)}), "int4")["proj"]
-        assert (layer.float32_weight is not None) is kept, capability
+        assert layer.prefill_weights == chosen, capability
+    with pytest.raises(ValueError, match="prefill_weights must be one of .* got 'int8'"):
+        quantize_for_cpu(torch.nn.ModuleDict({"proj": torch.nn.Linear(64, 16)}), "int4", prefill_weights="int8")
 
 
 def test_int4_is_refused_where_it_cannot_apply(embedded_model_dir):
