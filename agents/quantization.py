@@ -120,7 +120,8 @@ class Int4Linear(_BFloat16Kernel):
     def __init__(self, linear: Any, *, prefill_weights: str = "int4"):
         super().__init__(linear)
         self.prefill_weights = prefill_weights
-        self.dense_weight = {"int4": None, "float32": linear.weight.detach(), "bfloat16": linear.weight.detach().bfloat16()}[prefill_weights]
+        weight = linear.weight.detach()
+        self.dense_weight = None if prefill_weights == "int4" else weight.bfloat16() if prefill_weights == "bfloat16" else weight
         codes, scale, minimum = _int4_codes(linear.weight)
         self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(
             codes.reshape(self.out_features, self.in_features).to(torch.int32), 1))
