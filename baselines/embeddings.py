@@ -24,6 +24,7 @@ from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
+from ..agents._host import on_a_passing_thread
 from ..agents.calls import positive_int
 
 
@@ -149,8 +150,13 @@ class SentenceTransformerEmbeddings(Embeddings):
         return result
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Unit-length vectors for ``texts``, in order."""
-        return self._embed(list(texts)) if texts else []
+        """Unit-length vectors for ``texts``, in order.
+
+        Encoded on a thread that then exits: the encoder's OpenMP team would otherwise stay with
+        the calling thread (a graph's), beside the one decoding, and two teams on 2 cores put the
+        OpenMP runtime in its slow, non-spinning mode for the rest of the run.
+        """
+        return on_a_passing_thread(self._embed, list(texts)) if texts else []
 
     def embed_query(self, text: str) -> list[float]:
         """The unit-length vector of ``text`` (the same encoder as documents: MiniLM is symmetric)."""

@@ -74,7 +74,7 @@ def test_the_engine_decodes_concurrent_calls_through_the_compiled_step(embedded_
 
     from transformers import AutoTokenizer
 
-    from langgraph_memagent.agents.local_model import BatchedGenerator
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
     from langgraph_memagent.agents.sampling import SamplingParams
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir)

@@ -161,7 +161,7 @@ def test_decode_batch_keeps_rows_aligned_as_rows_join_grow_and_leave():
     import torch.nn.functional as F
 
     from langgraph_memagent.agents._kv_slab import SPARE_COLUMNS
-    from langgraph_memagent.agents.local_model import _DecodeBatch
+    from langgraph_memagent.agents.batched_generator import _DecodeBatch
 
     lengths = [10, 10 + SPARE_COLUMNS + 150, 10 + SPARE_COLUMNS + 150 + 40, 30]
     caches = [_prefill_cache(length, seed) for seed, length in enumerate(lengths)]
@@ -443,7 +443,7 @@ def test_top_k_top_p_min_p_and_repetition_penalty_match_transformers_processors(
 
 @pytest.mark.embedded
 def test_closing_the_engine_fails_unfinished_requests_and_refuses_new_ones(embedded_model_dir):
-    from langgraph_memagent.agents.local_model import BatchedGenerator
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
     from langgraph_memagent.agents.sampling import SamplingParams
 
     engine = BatchedGenerator.load(str(embedded_model_dir))
@@ -472,3 +472,41 @@ def test_a_process_that_used_the_engine_exits_cleanly(tmp_path):
     for _ in range(5):
         done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.embedded
+def test_serve_while_decodes_on_the_calling_thread(embedded_model_dir):
+    """A trainer serves its rollouts on its own thread (one OpenMP team, not two): the same
+    greedy replies as the worker thread's, a worker mid-request hands over only once it finishes,
+    and the worker comes back for the next submit."""
+    import threading
+
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
+    from langgraph_memagent.agents.sampling import SamplingParams
+
+    engine = BatchedGenerator.load(str(embedded_model_dir))
+    greedy = SamplingParams(max_tokens=12, temperature=0.0, top_p=1.0)
+    prompts = [engine.tokenizer(text)["input_ids"] for text in ("The capital of France is", "One, two, three,", "Hello")]
+    decoding_threads = []
+    decode_step = engine._decode_step
+    engine._decode_step = lambda rows, batch: (decoding_threads.append(threading.get_ident()), decode_step(rows, batch))
+
+    by_worker = [engine.submit(ids, greedy).result(timeout=60).text for ids in prompts]
+    worker_threads = set(decoding_threads)
+    assert threading.get_ident() not in worker_threads
+    running = engine.submit(prompts[0], SamplingParams(max_tokens=40, temperature=0.0, top_p=1.0))
+    while engine.active_rows == 0:
+        time.sleep(0.01)
+    decoding_threads.clear()
+    served = engine.serve_while(lambda: [engine.submit(ids, greedy).result(timeout=60).text for ids in prompts])
+    assert served == by_worker
+    assert running.result(timeout=0).finish_reason in ("stop", "length")  # finished, not failed, by the worker
+    assert decoding_threads[0] in worker_threads and decoding_threads[-1] == threading.get_ident()
+    decoding_threads.clear()
+    assert engine.submit(prompts[2], greedy).result(timeout=60).text == by_worker[2]
+    assert threading.get_ident() not in set(decoding_threads)
+    with pytest.raises(ZeroDivisionError):
+        engine.serve_while(lambda: 1 / 0)
+    engine.close()
+    with pytest.raises(RuntimeError, match="serve_while needs an open engine"):
+        engine.serve_while(print)

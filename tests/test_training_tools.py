@@ -18,7 +18,8 @@ from concurrent.futures import Future
 
 import pytest
 import torch
-from langgraph_memagent.agents.local_model import Completion, LocalChatModel
+from langgraph_memagent.agents.batched_generator import Completion
+from langgraph_memagent.agents.local_model import LocalChatModel
 from langgraph_memagent.training.rewards import JudgeFreeSumerReward, SubmittedAnswersOnly
 from langgraph_memagent.graphs.registry import GRAPHS
 from langgraph_memagent.training.config import PRESETS, MultiConvGRPOConfig

@@ -184,6 +184,7 @@ def evaluate_policy(
             [GRAPHS[config.graph].graph_input(row) for row in rows],
             groups,
             progress=f"evaluating (T={temperature:g})" if progress else None,
+            served_by=chat.engine,
         )
     score_rollouts(rollouts, rows, reward_fn or default_reward(config))
     return PolicyEvaluation(

@@ -114,12 +114,15 @@ def run_rollouts(
     max_concurrency: int | None = None,
     first_rollout_id: int = 0,
     progress: str | None = None,
+    served_by: Any = None,
 ) -> list[Rollout]:
     """Run ``graph`` once per input, concurrently, recording every LLM call of every run.
 
     Runs go through ``graph.batch_as_completed`` so a batching backend (``LocalChatModel``) decodes
     the calls of all rollouts together. A run that fails raises with its rollout id;
-    a run that made no model call is an error too (nothing to train on).
+    a run that made no model call is an error too (nothing to train on). ``served_by``, the
+    graph model's local engine (:func:`local_engine`), decodes on the calling thread while the
+    runs go on (``BatchedGenerator.serve_while``): a trainer's thread already runs tensor work.
 
     Args:
         graph: any compiled graph of this package (or any runnable whose model calls
@@ -149,10 +152,14 @@ def run_rollouts(
         for recorder, group in zip(recorders, group_ids)
     ]
     outputs: list[Any] = [None] * len(graph_inputs)
-    with tqdm(total=len(graph_inputs), desc=progress, unit="rollout", disable=progress is None) as bar:
-        for index, output in graph.batch_as_completed(list(graph_inputs), configs, return_exceptions=True):
-            outputs[index] = output
-            bar.update(1)
+
+    def run_all() -> None:
+        with tqdm(total=len(graph_inputs), desc=progress, unit="rollout", disable=progress is None) as bar:
+            for index, output in graph.batch_as_completed(list(graph_inputs), configs, return_exceptions=True):
+                outputs[index] = output
+                bar.update(1)
+
+    served_by.serve_while(run_all) if served_by is not None else run_all()
     rollouts = []
     for recorder, group, output in zip(recorders, group_ids, outputs):
         if isinstance(output, BaseException):
@@ -161,6 +168,13 @@ def run_rollouts(
             raise RuntimeError(f"rollout {recorder.rollout_id} (group {group}) made no model call")
         rollouts.append(Rollout(recorder.rollout_id, group, recorder.calls, dict(output)))
     return rollouts
+
+
+def local_engine(chat_model: Any) -> Any:
+    """The engine of a :class:`~langgraph_memagent.agents.local_model.LocalChatModel` (None for any other chat model)."""
+    from ..agents.local_model import LocalChatModel
+
+    return chat_model.engine if isinstance(chat_model, LocalChatModel) else None
 
 
 RewardFn = Callable[[dict[str, Any], dict[str, Any]], float]
@@ -183,4 +197,4 @@ def score_rollouts(rollouts: Sequence[Rollout], samples: Sequence[dict[str, Any]
         rollout.measures = {**tool_use_measures(rollout.output, sample), **{f"reward/{name}": value for name, value in parts.items()}}
 
 
-__all__ = ["CallRecorder", "LLMCall", "MissingTokenIdsError", "Rollout", "RewardFn", "run_rollouts", "score_rollouts"]
+__all__ = ["CallRecorder", "LLMCall", "MissingTokenIdsError", "Rollout", "RewardFn", "local_engine", "run_rollouts", "score_rollouts"]

@@ -25,7 +25,7 @@ from .config import MultiConvGRPOConfig
 from .micro_batches import rows_per_part, split_rows, trim_part
 from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
 from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_reward, rollout_graph
-from .rollouts import MissingTokenIdsError, RewardFn, Rollout, run_rollouts, score_rollouts
+from .rollouts import MissingTokenIdsError, RewardFn, Rollout, local_engine, run_rollouts, score_rollouts
 from .rows import (
     RowBatch,
     group_advantages,
@@ -107,6 +107,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         self.graph_input = graph_input or GRAPHS[args.graph].graph_input
         self.rollout_model = rollout_model or (vllm_chat_model if args.use_vllm else policy_chat_model)
         self._rollout_graph: Any = None
+        self._rollout_chat: Any = None
         callbacks = list(callbacks or [])
         if args.reward_curve:
             callbacks.append(RewardCurveCallback())
@@ -152,7 +153,8 @@ class MultiConvGRPOTrainer(GRPOTrainer):
     # Rollouts -------------------------------------------------------------------------
     def _graph(self) -> Any:
         if self._rollout_graph is None:
-            self._rollout_graph = self.graph_builder(self.rollout_model(self), self.args, self._tokenizer)
+            self._rollout_chat = self.rollout_model(self)
+            self._rollout_graph = self.graph_builder(self._rollout_chat, self.args, self._tokenizer)
         return self._rollout_graph
 
     def _run_rollouts(self, inputs: list[dict[str, Any]], group_ids: list[int], first_rollout_id: int) -> list[Rollout]:
@@ -169,8 +171,12 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             gather_deepspeed3_params=self.args.ds3_gather_for_generation,
             gradient_checkpointing_kwargs=self.args.activation_checkpointing_kwargs,
         )
+        graph = self._graph()
         with unwrapped_context as unwrapped, torch.no_grad(), eval_mode(unwrapped):
-            return run_rollouts(self._graph(), graph_inputs, group_ids, max_concurrency=concurrency, first_rollout_id=first_rollout_id)
+            return run_rollouts(
+                graph, graph_inputs, group_ids, max_concurrency=concurrency, first_rollout_id=first_rollout_id,
+                served_by=local_engine(self._rollout_chat),
+            )
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, torch.Tensor | Any]:
         mode = "train" if self.model.training else "eval"

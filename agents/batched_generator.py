@@ -1,0 +1,416 @@
+"""The local engine: one loaded model and a worker thread that decodes concurrent requests together.
+
+Continuous batching, sized for CPU: each prompt is prefilled on its own, then every active
+request advances one token per shared decode step over a left-padded KV cache.
+:class:`~langgraph_memagent.agents.local_model.LocalChatModel` serves LangChain calls
+through it; a trainer serves its policy with :meth:`BatchedGenerator.serve_while`.
+
+>>> from langgraph_memagent.agents.sampling import SamplingParams
+>>> engine = BatchedGenerator.load(model_dir, quantization="int4")                       # doctest: +SKIP
+>>> engine.submit(prompt_ids, SamplingParams(max_tokens=32, temperature=0.0, top_p=1.0)).result().text  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._host import on_a_passing_thread, release_freed_memory
+from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
+from .sampling import SamplingParams, next_tokens
+
+_HAND_OVER = object()  # queued for the serving thread: finish your rows and return (serve_while)
+
+
+@dataclass
+class Completion:
+    """One finished generation."""
+
+    prompt_token_ids: list[int]
+    completion_token_ids: list[int]
+    text: str
+    finish_reason: str  # "stop" (end-of-sequence token) or "length" (max_tokens reached)
+
+
+@dataclass
+class _Request:
+    prompt_ids: list[int]
+    params: SamplingParams
+    constraint: TokenConstraint | None = None  # the grammar this generation follows, if any
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class _Row:
+    """A request being decoded: its tokens so far and its real (unpadded) cache length."""
+
+    request: _Request
+    generated: list[int]
+    length: int
+
+
+class BatchedGenerator:
+    """One loaded model plus a worker thread that decodes concurrent requests together.
+
+    The worker starts on the first submit; :meth:`serve_while` decodes on the calling thread instead.
+
+    Continuous batching, sized for CPU: each request's prompt is prefilled on its own
+    (prefill is compute-bound, so batching it gains nothing, and a padded batch would
+    force the slow masked attention path), then every active request advances one
+    token per shared decode step over a left-padded KV cache. Finished requests leave
+    the batch at once; new ones join between steps, up to ``max_batch_size``. The first
+    request after an idle spell waits ``batch_window_s`` for company. After
+    ``idle_trim_s`` without work the worker hands freed memory back to the OS
+    (:func:`release_freed_memory`). Shared by every :class:`LocalChatModel` that names
+    the same model directory, dtype and device.
+    """
+
+    idle_trim_s = 1.0  # idle seconds before trimming: not between the calls of a busy run
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_batch_size: int = 8, batch_window_s: float = 0.03, compile_decode: bool = False):
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size!r}")
+        self.tokenizer = tokenizer
+        # The very module given: a trainer's weight updates (and an enabled LoRA adapter) are
+        # what the next generation sees.
+        self.model = model
+        self.device = str(next(model.parameters()).device)
+        self.max_batch_size = max_batch_size
+        self.batch_window_s = batch_window_s
+        eos = self.model.generation_config.eos_token_id
+        eos = eos if eos is not None else self.tokenizer.eos_token_id
+        self.eos_token_ids = set(eos if isinstance(eos, list) else [eos])
+        from .fused_decode import create_decode_step
+        from .quantization import prefill_path
+
+        # int4 Llama models decode through straight-line code with the same arithmetic (compiled if asked).
+        self._fused_step = on_a_passing_thread(create_decode_step, model, compiled=compile_decode)
+        self.decode_path = "transformers" if self._fused_step is None else "compiled-fused-int4-llama" if compile_decode else "fused-int4-llama"
+        self.prefill_path = prefill_path(model)
+        # Observable, so tests and benchmarks can see requests share decode steps.
+        self.batches_run = 0  # busy spells: requests overlapping in time count as one batch
+        self.peak_rows = 0  # most requests ever decoded in one step
+        self.active_rows = 0  # requests being decoded right now
+        self.trims = 0  # idle spells after which freed memory went back to the OS
+        self._queue: queue.Queue[Any] = queue.Queue()  # requests; None: stop serving; _HAND_OVER: see serve_while
+        self._grammar_tokenizer: GrammarTokenizer | None = None
+        self._grammar_lock = threading.Lock()
+        self._name = Path(str(getattr(model.config, "_name_or_path", "") or "model")).name
+        self._closed = False
+        self._serving_lock = threading.Lock()  # who serves: the worker thread, or a serve_while caller
+        self._served_by_caller = False
+        self._worker: threading.Thread | None = None  # started by the first submit no caller serves
+        # A daemon worker still inside torch when the interpreter finalizes aborted the process
+        # ("terminate called without an active exception", 6 of 16 processes measured): stop it first.
+        atexit.register(self.close)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the worker after the step it is in; requests not finished get an error."""
+        self._closed = True
+        if self._worker is not None and self._worker.is_alive():
+            self._queue.put(None)
+            self._worker.join(timeout)
+
+    def serve_while(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """``function(*args, **kwargs)`` on a helper thread while the calling thread decodes the requests; its result.
+
+        For a process whose calling thread runs tensor work of its own, such as a trainer's loss
+        passes: that work gives the thread an OpenMP team, and the worker thread's team beside it
+        puts 2 cores' OpenMP runtime in its slow, non-spinning mode. Serving on the calling
+        thread keeps one team: after a loss pass on the main thread, a greedy SUMER evaluation
+        of a LoRA policy decoded 1.50x faster (BENCHMARKS.md section 11). A worker thread that
+        is serving hands over once its rows finish; the next submit nobody serves starts one.
+
+        >>> engine.serve_while(graph.batch, inputs)  # doctest: +SKIP
+        """
+        with self._serving_lock:
+            if self._closed or self._served_by_caller:
+                raise RuntimeError("serve_while needs an open engine that no other thread is serving")
+            worker, self._worker, self._served_by_caller = self._worker, None, True
+        if worker is not None and worker.is_alive():
+            self._queue.put(_HAND_OVER)
+            worker.join()
+        outcome: Future = Future()
+
+        def run() -> None:
+            try:
+                outcome.set_result(function(*args, **kwargs))
+            except BaseException as error:
+                outcome.set_exception(error)
+            finally:
+                self._queue.put(_HAND_OVER)
+
+        helper = threading.Thread(target=run, name=f"served-by-caller:{self._name}", daemon=True)
+        try:
+            helper.start()
+            self._serve()
+            helper.join()
+        finally:
+            with self._serving_lock:
+                self._served_by_caller = False
+                if not self._queue.empty():  # submitted after the hand-over: the worker takes them
+                    self._start_worker()
+        return outcome.result()
+
+    def _start_worker(self) -> None:
+        self._worker = threading.Thread(target=self._serve, name=f"batched-generate:{self._name}", daemon=True)
+        self._worker.start()
+
+    @classmethod
+    def load(
+        cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", quantization: str | None = None, **options: Any
+    ) -> BatchedGenerator:
+        """Load a transformers causal LM directory and serve it (``quantization="int4"``: 4-bit Linear layers, CPU)."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not hasattr(torch, dtype):
+            raise ValueError(f"dtype must name a torch dtype such as 'bfloat16' or 'float32', got {dtype!r}")
+
+        def build() -> Any:
+            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
+            if quantization is None:
+                return model
+            from .quantization import quantize_for_cpu
+
+            return quantize_for_cpu(model, quantization)
+
+        return cls(on_a_passing_thread(build), AutoTokenizer.from_pretrained(model_path), **options)
+
+    def submit(self, prompt_ids: list[int], params: SamplingParams, grammar: str | None = None) -> Future:
+        """Queue one generation, following ``grammar`` (llguidance Lark, see :mod:`.constrained`) if given;
+        the future resolves to a :class:`Completion`."""
+        if not prompt_ids:
+            raise ValueError("prompt_ids must hold at least one token")
+        if self._closed:
+            raise RuntimeError("the generation engine is closed: load the model again")
+        request = _Request(list(prompt_ids), params, self._constraint(grammar) if grammar is not None else None)
+        with self._serving_lock:
+            if not self._served_by_caller and (self._worker is None or not self._worker.is_alive()):
+                self._start_worker()
+            self._queue.put(request)
+        return request.future
+
+    def _constraint(self, grammar: str) -> TokenConstraint:
+        with self._grammar_lock:  # built once, on the first constrained call
+            if self._grammar_tokenizer is None:
+                self._grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.model.config.vocab_size)
+        return self._grammar_tokenizer.constraint(grammar, sorted(self.eos_token_ids))
+
+    # The worker ---------------------------------------------------------------------
+    def _arrivals(self, idle: bool, room: int) -> list[_Request]:
+        if room <= 0:
+            return []
+        if not idle:
+            arrivals = []
+            while len(arrivals) < room:
+                try:
+                    arrivals.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            return arrivals
+        try:
+            arrivals = [self._queue.get(timeout=self.idle_trim_s)]
+        except queue.Empty:
+            self.trims += release_freed_memory()
+            arrivals = [self._queue.get()]
+        deadline = time.monotonic() + self.batch_window_s
+        while len(arrivals) < room:
+            try:
+                arrivals.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                break
+        return arrivals
+
+    def _serve(self) -> None:
+        rows: list[_Row] = []
+        batch = _DecodeBatch(self.device)
+        handing_over = False  # finish the rows, take no more, return
+        while True:
+            if handing_over and not rows:
+                return
+            arrivals = [] if handing_over else self._arrivals(idle=not rows, room=self.max_batch_size - len(rows))
+            if None in arrivals:
+                self._stop([row.request for row in rows] + [request for request in arrivals if request is not None])
+                return
+            if _HAND_OVER in arrivals:
+                handing_over = True
+                arrivals = [request for request in arrivals if request is not _HAND_OVER]
+            if arrivals and not rows:
+                self.batches_run += 1
+            for request in arrivals:
+                try:
+                    row, cache = self._prefill(request)
+                except BaseException as error:  # the caller must hear about it
+                    request.future.set_exception(error)
+                    continue
+                if not self._finish_if_done(row):
+                    batch.add(cache, row.length)
+                    rows.append(row)
+            self.active_rows = len(rows)
+            if not rows:
+                continue
+            self.peak_rows = max(self.peak_rows, len(rows))
+            try:
+                self._decode_step(rows, batch)
+            except BaseException as error:
+                for row in rows:
+                    row.request.future.set_exception(error)
+                rows, batch = [], _DecodeBatch(self.device)
+                continue
+            keep = [i for i, row in enumerate(rows) if not self._finish_if_done(row)]
+            if len(keep) < len(rows):
+                rows = [rows[i] for i in keep]
+                batch.select(keep)
+
+    def _stop(self, unfinished: list[_Request]) -> None:
+        error = RuntimeError("the generation engine was closed (the process is exiting) before this request finished")
+        for request in unfinished:
+            request.future.set_exception(error)
+        while True:  # requests queued behind the stop
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if request is not None:
+                request.future.set_exception(error)
+
+    def _prefill(self, request: _Request) -> tuple[_Row, Any]:
+        import torch
+
+        with torch.inference_mode():
+            output = self.model(
+                input_ids=torch.tensor([request.prompt_ids], device=self.device), use_cache=True, logits_to_keep=1
+            )
+        logits = mask_logits(output.logits[:, -1, :], [request.constraint])
+        token = next_tokens(logits, [request.params], [request.prompt_ids])[0]
+        if request.constraint is not None:
+            request.constraint.advance(token)
+        return _Row(request, [token], len(request.prompt_ids)), output.cache
+
+    def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
+        import torch
+
+        input_ids = torch.tensor([[row.generated[-1]] for row in rows], device=self.device)
+        # Each row continues at its own position, whatever padding sits to its left.
+        position_ids = torch.tensor([[row.length] for row in rows], device=self.device)
+        with torch.inference_mode():
+            if self._fused_step is not None:
+                logits = self._fused_step(input_ids, batch.extend_mask(), position_ids, batch.cache)
+            else:
+                output = self.model(
+                    input_ids=input_ids,
+                    attention_mask=batch.extend_mask(),
+                    position_ids=position_ids,
+                    cache=batch.cache,
+                    use_cache=True,
+                )
+                batch.cache, logits = output.cache, output.logits[:, -1, :]
+        # Lazy: a row's tokens are read only when it has a repetition penalty, never copied per step.
+        histories = [itertools.chain(row.request.prompt_ids, row.generated) for row in rows]
+        constraints = [row.request.constraint for row in rows]
+        logits = mask_logits(logits, constraints)
+        for row, token, constraint in zip(rows, next_tokens(logits, [row.request.params for row in rows], histories), constraints):
+            row.generated.append(token)
+            row.length += 1
+            if constraint is not None:
+                constraint.advance(token)
+
+    def _finish_if_done(self, row: _Row) -> bool:
+        """Resolve the row's future if it hit end-of-sequence or its token limit."""
+        ids, params = row.generated, row.request.params
+        if ids[-1] in self.eos_token_ids:
+            finish_reason = "stop"  # the EOS token stays: a trainer must learn to emit it
+        elif len(ids) >= params.max_tokens:
+            finish_reason = "length"
+        else:
+            return False
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        row.request.future.set_result(Completion(row.request.prompt_ids, list(ids), text, finish_reason))
+        return True
+
+
+class _DecodeBatch:
+    """The shared KV cache of the rows being decoded, left-padded to a common length.
+
+    Its layers are :class:`SlabLayer` s: decode steps append in place; only a row joining
+    or leaving copies the cache.
+    """
+
+    def __init__(self, device: str):
+        self.device = device
+        self.cache: Any = None
+        self.mask: Any = None  # (rows, cached length): 1 for real tokens, 0 for padding
+
+    def add(self, cache: Any, length: int) -> None:
+        import torch
+        import torch.nn.functional as F
+
+        from ._kv_slab import SlabLayer
+
+        row_mask = torch.ones((1, length), dtype=torch.long, device=self.device)
+        if self.cache is None:
+            cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
+            self.cache, self.mask = cache, row_mask
+            return
+        width = max(self.mask.shape[1], length)
+        for mine, theirs in zip(self.cache.layers, cache.layers):
+            for name in ("keys", "values"):
+                ours, new = getattr(mine, name), getattr(theirs, name)
+                ours = F.pad(ours, (0, 0, width - ours.shape[-2], 0))
+                new = F.pad(new, (0, 0, width - new.shape[-2], 0))
+                setattr(mine, name, torch.cat([ours, new], dim=0))
+        self.mask = torch.cat(
+            [F.pad(self.mask, (width - self.mask.shape[1], 0)), F.pad(row_mask, (width - length, 0))], dim=0
+        )
+
+    def extend_mask(self) -> Any:
+        import torch
+
+        self.mask = torch.cat([self.mask, torch.ones((self.mask.shape[0], 1), dtype=self.mask.dtype, device=self.device)], dim=1)
+        return self.mask
+
+    def select(self, keep: list[int]) -> None:
+        import torch
+
+        if not keep:
+            self.cache = self.mask = None
+            return
+        index = torch.tensor(keep, device=self.device)
+        self.mask = self.mask.index_select(0, index)
+        # Columns that are padding in every remaining row are dead weight: drop them.
+        start = int((self.mask.sum(dim=0) > 0).nonzero()[0])
+        self.mask = self.mask[:, start:]
+        for layer in self.cache.layers:
+            layer.keys = layer.keys.index_select(0, index)[:, :, start:, :]
+            layer.values = layer.values.index_select(0, index)[:, :, start:, :]
+
+
+_ENGINES: dict[tuple, BatchedGenerator] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def shared_engine(
+    model_path: str, *, dtype: str, device: str, quantization: str | None, max_batch_size: int, batch_window_s: float,
+    compile_decode: bool = False,
+) -> BatchedGenerator:
+    """The process-wide :class:`BatchedGenerator` for this model, created on first use."""
+    key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s, compile_decode)
+    with _ENGINES_LOCK:
+        if key not in _ENGINES:
+            _ENGINES[key] = BatchedGenerator.load(
+                model_path, dtype=dtype, device=device, quantization=quantization, max_batch_size=max_batch_size,
+                batch_window_s=batch_window_s, compile_decode=compile_decode,
+            )
+        return _ENGINES[key]
+
+
+__all__ = ["BatchedGenerator", "Completion", "shared_engine"]
