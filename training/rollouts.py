@@ -159,7 +159,10 @@ def run_rollouts(
                 outputs[index] = output
                 bar.update(1)
 
-    served_by.serve_while(run_all) if served_by is not None else run_all()
+    if served_by is not None:
+        served_by.serve_while(run_all)
+    else:
+        run_all()
     rollouts = []
     for recorder, group, output in zip(recorders, group_ids, outputs):
         if isinstance(output, BaseException):
