@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,21 +138,11 @@ class BatchedGenerator:
         if worker is not None and worker.is_alive():
             self._queue.put(_HAND_OVER)
             worker.join()
-        outcome: Future = Future()
-
-        def run() -> None:
-            try:
-                outcome.set_result(function(*args, **kwargs))
-            except BaseException as error:
-                outcome.set_exception(error)
-            finally:
-                self._queue.put(_HAND_OVER)
-
-        helper = threading.Thread(target=run, name=f"served-by-caller:{self._name}", daemon=True)
         try:
-            helper.start()
-            self._serve()
-            helper.join()
+            with ThreadPoolExecutor(1, thread_name_prefix=f"served-by-caller:{self._name}") as helper:
+                outcome = helper.submit(function, *args, **kwargs)
+                outcome.add_done_callback(lambda _: self._queue.put(_HAND_OVER))
+                self._serve()
         finally:
             with self._serving_lock:
                 self._served_by_caller = False
