@@ -18,28 +18,61 @@ compiled graph whose recursion limit covers each run.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
-from langchain_core.runnables import RunnableConfig
-
-# LangGraph 1.2.24 has no public way to give one node a sync and an async body while it still
-# injects ``store`` and ``runtime`` into them: ``add_node`` wraps a plain function in this class,
-# and LangGraph's own ToolNode and langchain's create_agent use it directly. It is imported here
-# only; tests/test_graph_runtime.py checks the behaviour relied on.
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
 
 DEFAULT_RECURSION_LIMIT = 25  # LangGraph's own default
 GraphT = TypeVar("GraphT", bound="RecursionSizedGraph")
+INJECTED = ("store", "runtime", "config")
+"""Parameters a node body may declare to be given the run's store, runtime or config, as ``add_node`` does."""
 
 
-def node(sync: Callable[..., Any], async_: Callable[..., Any] | None = None) -> RunnableCallable:
+class GraphNode(Runnable[Any, Any]):
+    """A graph node running ``sync`` under ``invoke`` and ``async_`` (else ``sync``) under ``ainvoke``.
+
+    ``add_node`` takes one plain function; this gives a node both bodies through LangGraph's public
+    API. Like a plain function, it adds no trace run of its own.
+    """
+
+    def __init__(self, sync: Callable[..., Any], async_: Callable[..., Any] | None = None):
+        self.sync, self.async_ = sync, async_
+        self.name = getattr(sync, "__name__", type(self).__name__)
+        self._wants = {body: _injected_parameters(body) for body in (sync, async_) if body is not None}
+
+    def _injections(self, body: Callable[..., Any], config: RunnableConfig | None) -> dict[str, Any]:
+        wanted = self._wants[body]
+        if not wanted:
+            return {}
+        # Read through the public accessor: LangGraph runs a node's body inside its config context.
+        runtime = get_runtime() if {"store", "runtime"} & wanted else None
+        offered = {"store": getattr(runtime, "store", None), "runtime": runtime, "config": ensure_config(config)}
+        return {name: offered[name] for name in wanted}
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.sync(input, **self._injections(self.sync, config))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if self.async_ is None:
+            return self.invoke(input, config)  # a sync-only node is a cheap step: run in place
+        return await self.async_(input, **self._injections(self.async_, config))
+
+
+def _injected_parameters(body: Callable[..., Any]) -> frozenset[str]:
+    return frozenset(name for name in inspect.signature(body).parameters if name in INJECTED)
+
+
+def node(sync: Callable[..., Any], async_: Callable[..., Any] | None = None) -> GraphNode:
     """A graph node running ``sync`` under ``invoke`` and ``async_`` under ``ainvoke``, untraced.
 
-    Both get LangGraph's injections by parameter name (``store``, ``runtime``, ``config``).
+    Both get the run's ``store``, ``runtime`` and ``config`` by parameter name, as ``add_node``
+    gives them to a plain function.
     """
-    return RunnableCallable(sync, async_, trace=False)
+    return GraphNode(sync, async_)
 
 
 class RecursionSizedGraph(CompiledStateGraph):

@@ -1,11 +1,14 @@
-"""What the graphs rely on from LangGraph's one internal class and from Pregel's copy: checked here,
-so an upgrade that changes either fails a test instead of a user's run."""
+"""What the graphs rely on from LangGraph's node context (store, runtime and config reached through
+the public accessors) and from Pregel's copy: checked here, so an upgrade that changes either fails
+a test instead of a user's run."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
@@ -28,8 +31,9 @@ class Counting(RecursionSizedGraph):
         return self.extra_steps + (input["n"] if isinstance(input, dict) else 0)
 
 
-def _sync(state: State, store: BaseStore, runtime: Runtime[Any]) -> dict[str, Any]:
-    assert isinstance(store, BaseStore) and runtime.context == {"user": "ann"}
+def _sync(state: State, store: BaseStore, runtime: Runtime[Any], config: RunnableConfig) -> dict[str, Any]:
+    assert isinstance(store, BaseStore) and runtime.context == {"user": "ann"} and runtime.store is store
+    assert config["metadata"]["langgraph_node"] == "step"
     return {"n": state["n"] - 1, "seen": [*state["seen"], "sync"]}
 
 
@@ -48,6 +52,24 @@ def test_nodes_get_store_and_runtime_and_run_the_body_of_the_call() -> None:
     graph = _graph()
     assert graph.invoke({"n": 2, "seen": []}, context={"user": "ann"})["seen"] == ["sync", "sync"]
     assert asyncio.run(graph.ainvoke({"n": 2, "seen": []}, context={"user": "ann"}))["seen"] == ["async", "async"]
+
+
+class _ChainNames(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.names.append(kwargs.get("name") or "")
+
+
+def test_a_node_adds_no_trace_run_of_its_own_and_its_async_body_may_be_absent() -> None:
+    seen = _ChainNames()
+    _graph().invoke({"n": 2, "seen": []}, {"callbacks": [seen]}, context={"user": "ann"})
+    assert seen.names.count("step") == 2 and "_sync" not in seen.names
+    builder = StateGraph(State, context_schema=dict).add_node("step", node(_sync)).add_edge(START, "step")
+    builder = builder.add_conditional_edges("step", lambda state: "step" if state["n"] > 0 else END)
+    graph = builder.compile(store=InMemoryStore())
+    assert asyncio.run(graph.ainvoke({"n": 1, "seen": []}, context={"user": "ann"}))["seen"] == ["sync"]
 
 
 def test_the_limit_covers_the_run_even_when_batch_passes_langchains_default() -> None:
