@@ -22,6 +22,7 @@ from langgraph_memagent.training.rows import group_advantages, pad_rows, rollout
 from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 from langgraph_memagent.training.rewards import AnswerReward
 from langgraph_memagent.training.rollout_graphs import default_reward
+from langgraph_memagent.training.prefix_packing import packed_length
 from langgraph_memagent.training.rollouts import LLMCall, MissingTokenIdsError, Rollout, run_rollouts
 
 
@@ -344,24 +345,30 @@ def test_loss_matches_hand_computation_with_uneven_conversations(tiny_model_dir,
     assert loss == pytest.approx(-(1.2 * 2 / 3 - 1.5 * 1 / 3 - 1.5 * 1 / 3) / 5, abs=1e-5)
 
 
+def loss_pass(tiny_model_dir, dataset, config, rollouts):
+    """One rollout batch's loss and backward with a non-zero adapter (the policy differs from the
+    reference): the trainer, its inputs, the loss, the gradients and the shapes of the forward passes."""
+    trainer = make_trainer(tiny_model_dir, dataset, config)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    for parameter_name, parameter in trainer.model.named_parameters():
+        if "lora_B" in parameter_name:
+            torch.nn.init.normal_(parameter, std=0.05, generator=torch.Generator().manual_seed(len(parameter_name)))
+    passes = []
+    trainer.model.get_base_model().register_forward_pre_hook(lambda module, args, kwargs: passes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    inputs = trainer._batch_from_rollouts(rollouts, "train")
+    trainer.accelerator.backward(loss := trainer.compute_loss(trainer.model, inputs))
+    grads = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+    return trainer, inputs, loss.item(), grads, passes
+
+
 def test_token_budget_splits_forward_passes_and_keeps_the_loss_and_gradient(tiny_model_dir, tiny_dataset, tmp_path):
     rollouts = [rollout(0, 0, [2, 1, 3], 1.0), rollout(1, 0, [2, 2], 0.0), rollout(2, 0, [1], 0.0), rollout(3, 1, [6], 1.0), rollout(4, 1, [1, 1], 0.0)]
     budget, results = 16, {}
     for name, limit in (("whole", None), ("parts", budget)):
         # Two optimizer steps per rollout batch: the old policy's log-probs are computed too.
         config = tiny_config(tmp_path, beta=1e-3, per_device_train_batch_size=2, steps_per_generation=2, max_tokens_per_forward=limit)
-        trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
-        trainer.model.train()
-        trainer.current_gradient_accumulation_steps = 1
-        for parameter_name, parameter in trainer.model.named_parameters():
-            if "lora_B" in parameter_name:  # a non-zero adapter: the policy differs from the reference
-                torch.nn.init.normal_(parameter, std=0.05, generator=torch.Generator().manual_seed(len(parameter_name)))
-        passes = []
-        trainer.model.get_base_model().register_forward_pre_hook(lambda module, args, kwargs: passes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
-        inputs = trainer._batch_from_rollouts(rollouts, "train")
-        trainer.accelerator.backward(loss := trainer.compute_loss(trainer.model, inputs))
-        grads = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
-        results[name] = (inputs, loss.item(), grads, passes)
+        results[name] = loss_pass(tiny_model_dir, tiny_dataset, config, rollouts)[1:]
     whole, parts = results["whole"], results["parts"]
     assert any(rows * width > budget for rows, width in whole[3])  # TRL alone: passes over the budget
     assert all(rows * width <= budget or rows == 1 for rows, width in parts[3]) and len(parts[3]) > len(whole[3])
@@ -685,3 +692,57 @@ def test_checkpointing_defaults_to_the_current_name_and_the_old_one_still_works(
     with pytest.warns(FutureWarning, match="gradient_checkpointing"):
         legacy = MultiConvGRPOConfig(output_dir=str(tmp_path), bf16=False, gradient_checkpointing=False)
     assert legacy.activation_checkpointing is False
+
+
+def shared_history_rollouts() -> list[Rollout]:
+    """Rollouts whose calls repeat their history, as a graph's do: call k+1's prompt is call k's prompt,
+    its reply re-encoded (the last token differs) and a tool result; a group's rollouts share the first prompt."""
+
+    def calls(replies: list[list[int]]) -> list[LLMCall]:
+        made, prompt = [], [10, 11, 12, 13, 14, 15]
+        for turn, reply in enumerate(replies):
+            made.append(LLMCall(list(prompt), list(reply), "x"))
+            prompt = prompt + reply[:-1] + [300 + turn, 20 + turn, 21]
+        return made
+
+    replies = [[[100, 101], [102, 103, 104]], [[105, 106, 107]], [[100, 108], [109], [110, 111]], [[112], [113, 114]]]
+    return [Rollout(i, i // 3, calls(r), {"response": ""}, reward) for i, (r, reward) in enumerate(zip(replies, (1.0, 0.0, 0.0, 1.0)))]
+
+
+def test_packed_prefixes_give_trls_log_probs_loss_and_gradient_from_fewer_tokens(tiny_model_dir, tiny_dataset, tmp_path):
+    rollouts, results = shared_history_rollouts(), {}
+    for name, pack, budget in (("rows", False, None), ("packed", True, None), ("packed parts", True, 24)):
+        config = tiny_config(
+            tmp_path, beta=1e-3, per_device_train_batch_size=4, steps_per_generation=2, pack_prefixes=pack, max_tokens_per_forward=budget
+        )
+        trainer, inputs, loss, grads, passes = loss_pass(tiny_model_dir, tiny_dataset, config, rollouts)
+        results[name] = (inputs, loss, grads, [rows * width for rows, width in passes])
+        if budget:  # parts of consecutive rows whose prefix trees fit the budget
+            ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+            attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+            parts = trainer._forward_parts(inputs, "train")
+            sizes = [packed_length(ids[part], attention[part], inputs["completion_ids"].size(1)) for part in parts]
+            assert len(parts) > 1 and max(sizes) <= budget, sizes
+    rows = results["rows"]
+    mask = rows[0]["completion_mask"].bool()
+    for name in ("packed", "packed parts"):
+        inputs, loss, grads, tokens = results[name]
+        for key in ("old_per_token_logps", "ref_per_token_logps"):
+            assert torch.allclose(rows[0][key][mask], inputs[key][mask], atol=1e-5), (name, key)
+        assert loss == pytest.approx(rows[1], abs=1e-6)
+        assert grads.keys() == rows[2].keys() and all((rows[2][n] - grads[n]).norm() <= 1e-4 * rows[2][n].norm() for n in grads)
+        assert sum(tokens) < sum(rows[3]) / 2, (name, tokens, rows[3])
+
+
+def test_packed_steps_take_trls_shuffled_slices_in_generation_order(tiny_model_dir, tiny_dataset, tmp_path):
+    config = tiny_config(tmp_path, per_device_train_batch_size=4, steps_per_generation=2, pack_prefixes=True, max_tokens_per_forward=24)
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
+    trainer.model.train()
+    whole = trainer._batch_from_rollouts(shared_history_rollouts(), "train")
+    trainer._generate_and_score_completions = lambda batch: dict(whole)
+    slices = [trainer._prepare_inputs(None) for trainer._step in range(2)]
+    orders = [part["row_order"].tolist() for part in slices]
+    assert sorted(orders[0] + orders[1]) == list(range(len(whole["row_order"]))) and all(o == sorted(o) for o in orders)
+    for part in slices:  # every per-row tensor moved with its row
+        assert torch.equal(part["prompt_ids"], whole["prompt_ids"][part["row_order"]])
+        assert torch.equal(part["advantages"], whole["advantages"][part["row_order"]])

@@ -21,6 +21,7 @@ budget (a single row longer than the budget is a part of its own).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -41,21 +42,26 @@ def _widths(prompt_mask: torch.Tensor, completion_mask: torch.Tensor) -> tuple[t
     return prompt, completion
 
 
-def rows_per_part(prompt_mask: torch.Tensor, completion_mask: torch.Tensor, budget: int) -> int:
+def rows_per_part(
+    prompt_mask: torch.Tensor, completion_mask: torch.Tensor, budget: int, part_size: Callable[[int, int], int] | None = None
+) -> int:
     """The most rows per part such that parts of that many consecutive rows each fit ``budget`` (at least 1).
 
-    A part's size is its rows times its longest prompt plus its longest completion. Every
-    process then uses the smallest of their sizes: the parts (and the per-row tensors TRL
-    gathers from each) have the same rows on every process.
+    A part's size is ``part_size(start, stop)`` for rows ``start:stop``; by default its rows
+    times its longest prompt plus its longest completion. Every process then uses the smallest
+    of their sizes: the parts (and the per-row tensors TRL gathers from each) have the same rows
+    on every process.
     """
     rows = prompt_mask.size(0)
     prompt, completion = (width.tolist() for width in _widths(prompt_mask, completion_mask))
 
+    def padded_size(start: int, stop: int) -> int:
+        return (stop - start) * (max(prompt[start:stop]) + max(completion[start:stop]))
+
+    size_of = part_size or padded_size
+
     def fits(size: int) -> bool:
-        return all(
-            (min(start + size, rows) - start) * (max(prompt[start : start + size]) + max(completion[start : start + size])) <= budget
-            for start in range(0, rows, size)
-        )
+        return all(size_of(start, min(start + size, rows)) <= budget for start in range(0, rows, size))
 
     return next((size for size in range(rows, 1, -1) if fits(size)), 1)
 

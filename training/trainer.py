@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 from accelerate.utils import DistributedType
-from transformers import TrainerCallback, TrainerState
+from transformers import DynamicCache, TrainerCallback, TrainerState
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOTrainer
 from trl.models import unwrap_model_for_generation
@@ -23,6 +23,7 @@ from ..agents.loading import context_window
 from ..graphs.registry import GRAPHS
 from .config import MultiConvGRPOConfig
 from .micro_batches import rows_per_part, split_rows, trim_part
+from .prefix_packing import pack_rows, packed_length
 from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
 from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_reward, rollout_graph
 from .rollouts import MissingTokenIdsError, RewardFn, Rollout, local_engine, run_rollouts, score_rollouts
@@ -191,6 +192,23 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         seconds = time.perf_counter() - started
         return self._batch_from_rollouts(rollouts, mode, rollout_seconds=seconds)
 
+    def _prepare_inputs(self, generation_batch: Any) -> dict[str, torch.Tensor | Any]:
+        """TRL's slice of the generation batch for this step; with ``pack_prefixes``, in generation order.
+
+        TRL shuffles the rows before slicing them into optimizer steps. A slice's order does not
+        change its loss, and in generation order a rollout's rows sit together, so the forward
+        parts (consecutive rows) share their prefixes.
+        """
+        inputs = super()._prepare_inputs(generation_batch)
+        if "row_order" not in inputs:
+            return inputs
+        order = inputs["row_order"].argsort()
+        rows = order.numel()
+        return {
+            key: value[order] if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.size(0) == rows else value
+            for key, value in inputs.items()
+        }
+
     def _replace_flat_groups(self, rollouts: list[Rollout], num_generations: int, *, next_rollout_id: int) -> list[Rollout]:
         """DAPO's dynamic sampling: swap each group with one reward for all its rollouts for a fresh question's group.
 
@@ -275,6 +293,8 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             "advantages": batch["advantages"],
             "num_items_in_batch": self.accelerator.gather(completion_mask.sum()).sum(),
         }
+        if self.args.pack_prefixes and mode == "train":
+            output["row_order"] = torch.arange(len(rows), device=device)  # see _prepare_inputs
         if self.args.loss_aggregation == "rollout":
             # TRL's loss mask is completion_mask * tool_mask; per-token weights there turn its
             # token mean into a mean over rollouts (see rollout_rows).
@@ -332,6 +352,34 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             pieces.append(torch.nn.functional.pad(logps, (0, width - logps.size(1))))  # a trimmed part back to full width (masked)
         return torch.cat(pieces)
 
+    def _get_per_token_logps_and_entropies(
+        self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
+        batch_size: int | None = None, compute_entropy: bool = False, compute_aux_loss: bool = False, **model_inputs: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """TRL's per-token log-probs (and entropies); with ``pack_prefixes``, each ``batch_size`` rows as one prefix tree."""
+        if not self.args.pack_prefixes:
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss, **model_inputs
+            )
+        extra = sorted(name for name, value in model_inputs.items() if value is not None)
+        if compute_aux_loss or extra:
+            raise ValueError(f"pack_prefixes scores text-only dense models; this batch also needs {extra or ['the MoE aux loss']}")
+        batch_size = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            packed = pack_rows(input_ids[start : start + batch_size], attention_mask[start : start + batch_size], logits_to_keep)
+            outputs, caches = [], []
+            for segment in packed.segments:
+                # A segment continues its parent's keys and values (a copy: siblings continue the same ones).
+                parent = [] if segment.parent < 0 else [(layer.keys, layer.values) for layer in caches[segment.parent].layers]
+                caches.append(DynamicCache(parent))
+                with self.accelerator.autocast():
+                    outputs.append(model(input_ids=segment.input_ids[None], shift_labels=segment.labels[None], fused_lm_head=True, cache=caches[-1]))
+            logps.append(packed.unpack([output.log_probs for output in outputs]))
+            if compute_entropy:
+                entropies.append(packed.unpack([output.entropy for output in outputs]))
+        return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
+
     # Loss -----------------------------------------------------------------------------
     def _forward_parts(self, batch: dict[str, torch.Tensor], mode: str) -> list[range] | None:
         """The row ranges of ``batch``'s forward passes under ``max_tokens_per_forward`` (None: no budget).
@@ -344,7 +392,16 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         budget = self.args.max_tokens_per_forward
         if budget is None or mode != "train":
             return None
-        size = rows_per_part(batch["prompt_mask"], batch["completion_mask"], budget)
+        part_size = None
+        if self.args.pack_prefixes:
+            input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+            attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+            width = batch["completion_ids"].size(1)
+
+            def part_size(start: int, stop: int) -> int:
+                return packed_length(input_ids[start:stop], attention_mask[start:stop], width)
+
+        size = rows_per_part(batch["prompt_mask"], batch["completion_mask"], budget, part_size)
         size = int(self.accelerator.gather(torch.tensor([size], device=self.accelerator.device)).min().item())
         return split_rows(batch["prompt_mask"].size(0), size)
 
