@@ -508,10 +508,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         # A row is a whole SUMER prompt (up to 3K tokens): 10 rows in one pass took 19 GB and were
         # killed for memory on a 24 GB machine (measured); parts give the same loss. A rollout's
         # rows share their history, so they are scored over their prefix tree: one rollout batch's
-        # loss work took 1.49x less time with 16K tree tokens a part but peaked at 23.2 GB; 8K
-        # tree tokens a part peaked at 18 GB in a training run (rows at 4K: 16.9 GB).
+        # loss work took 1.49x less time with 16K tree tokens a part but peaked at 23.2 GB, and a
+        # training run at 8K was killed for memory at step 9 (23 GB); rows at 4K peaked at 16.9 GB.
         "pack_prefixes": True,
-        "max_tokens_per_forward": 8192,
+        "max_tokens_per_forward": 6144,
         "bf16": False,
         "save_steps": 2,
         "report_to": "none",
