@@ -118,11 +118,16 @@ def _rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep:
     return rows
 
 
+def _tree(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int) -> tuple[_PrefixTree, list[list[int]]]:
+    """The rows' prefix tree, and the tree token scoring each row's completion tokens."""
+    tree = _PrefixTree()
+    return tree, [tree.add_row(tokens, start) for tokens, start in _rows(input_ids, attention_mask, logits_to_keep)]
+
+
 def pack_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int) -> PackedRows:
     """Rows laid out as TRL scores them (left-padded prompt, then ``logits_to_keep`` right-padded
     completion columns) as the segments of their prefix tree."""
-    tree = _PrefixTree()
-    scoring = [tree.add_row(tokens, start) for tokens, start in _rows(input_ids, attention_mask, logits_to_keep)]
+    tree, scoring = _tree(input_ids, attention_mask, logits_to_keep)
     device = input_ids.device
     segments, segment_of, place, offset = [], {}, {}, 0
     for nodes in tree.segments():
@@ -144,7 +149,4 @@ def pack_rows(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_k
 
 def packed_length(input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int) -> int:
     """How many tokens :func:`pack_rows` sends through the model for these rows (its tree's)."""
-    tree = _PrefixTree()
-    for tokens, start in _rows(input_ids, attention_mask, logits_to_keep):
-        tree.add_row(tokens, start)
-    return len(tree.tokens)
+    return len(_tree(input_ids, attention_mask, logits_to_keep)[0].tokens)
