@@ -25,7 +25,8 @@ Graph: ``ingest -> agent -> tools -> agent -> ... -> [force_answer]``.
   an answer, and ``force_answer=True``) makes one tool-free call: a single user message with
   the question and the search results found so far (oldest dropped first when they would
   not fit), asking for a ``\\boxed{}`` answer, as DSPy's ReAct extracts an answer when its
-  iteration cap is hit.
+  iteration cap is hit; or, with ``forced_answer_call="submit"``, asking for a ``submit_answer``
+  call (the only tool bound, its call required), whose argument is the answer.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from .memory_index import MemoryGroup
 
 SearchMode = Literal["semantic", "keyword"]
 ToolChoice = Literal["auto", "required"]
+ForcedAnswerCall = Literal["text", "submit"]
 StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
 
 SEARCH_TOOL = "search_memory"
@@ -126,6 +128,13 @@ Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. S
 # The answer at the turn cap: MemAgent's final prompt over what the searches found ({source} is
 # filled with "the conversation" or "the document").
 SUMER_FORCED_ANSWER_TEMPLATE = answer_template(material="memory found by searching {source}. You cannot search any more", based_on="the memory found")
+# The same prompt asking for a submit_answer call instead of a boxed reply: the embedded 135M model
+# boxed none of 24 answers given the evidence turn alone, though 15 named the answer in prose.
+SUMER_FORCED_SUBMIT_TEMPLATE = (
+    "You are presented with a problem and memory found by searching {source}. You cannot search any more. "
+    f"Please answer the problem based on the memory found by calling {SUBMIT_TOOL} with a short answer.\n\n"
+    "<problem> \n{prompt}\n</problem>\n\n<memory>\n{memory}\n</memory>\n"
+)
 
 
 class SearchRecord(TypedDict):
@@ -234,6 +243,7 @@ class _SumerSteps:
         max_parallel_calls: int,
         max_context_tokens: int | None,
         force_answer: bool,
+        forced_answer_call: ForcedAnswerCall,
         turn_tokens: int,
         answer_tokens: int,
         chunk_tokens: int,
@@ -245,13 +255,17 @@ class _SumerSteps:
             self.agent_model = model.bind_tools(SUMER_TOOLS, tool_choice=tool_choice).bind(max_tokens=turn_tokens)
         except NotImplementedError as error:
             raise TypeError(f"SUMER needs a chat model with tool calling: {type(model).__name__}.bind_tools is not implemented") from error
-        self.answer_model = model.bind(max_tokens=answer_tokens)
+        if forced_answer_call == "submit":
+            self.answer_model = model.bind_tools([SUMER_TOOLS[1]], tool_choice="required").bind(max_tokens=turn_tokens)
+        else:
+            self.answer_model = model.bind(max_tokens=answer_tokens)
         self.bank = bank
         self.codec = codec
         self.max_turns = max_turns
         self.max_parallel_calls = max_parallel_calls
         self.max_context_tokens = max_context_tokens
         self.force_answer = force_answer
+        self.forced_answer_call = forced_answer_call
         self.chunk_tokens = chunk_tokens
         self.final_prompt = final_prompt
         self.tools_tokens = self.count(json.dumps(SUMER_TOOLS))
@@ -464,7 +478,7 @@ class _SumerSteps:
         found = list(dict.fromkeys(found))  # a repeated search adds nothing the first did not
         budget = None
         if self.max_context_tokens is not None:
-            bare = SUMER_FORCED_ANSWER_TEMPLATE.format(source=source, prompt=state["question"], memory="(nothing was found)")
+            bare = self._forced_template.format(source=source, prompt=state["question"], memory="(nothing was found)")
             budget = self.max_context_tokens - self.count(bare)
             if budget < 0:
                 return None
@@ -478,15 +492,21 @@ class _SumerSteps:
                 budget -= cost
             kept.insert(0, text)
         memory = "\n\n".join(kept) if kept else "(nothing was found)"
-        return SUMER_FORCED_ANSWER_TEMPLATE.format(source=source, prompt=state["question"], memory=memory)
+        return self._forced_template.format(source=source, prompt=state["question"], memory=memory)
+
+    @property
+    def _forced_template(self) -> str:
+        return SUMER_FORCED_SUBMIT_TEMPLATE if self.forced_answer_call == "submit" else SUMER_FORCED_ANSWER_TEMPLATE
 
     def _after_forced(self, state: SumerState, reply: BaseMessage) -> dict[str, Any]:
-        return {
-            "usage": add_usage(state["usage"], reply),
-            "response": reply.text,
-            "answer": extract_answer(reply.text, self.final_prompt),
-            "forced_answer": True,
-        }
+        update = {"usage": add_usage(state["usage"], reply), "response": reply.text, "forced_answer": True}
+        if self.forced_answer_call == "text":
+            return {**update, "answer": extract_answer(reply.text, self.final_prompt)}
+        # The grammar of a required call admits only submit_answer; a backend without one may still
+        # reply in text or with bad arguments, which gives no answer.
+        calls = [call for call in reply.tool_calls if call["name"] == SUBMIT_TOOL]
+        answer = self._submit(calls[0]["args"])[1] if calls else None
+        return {**update, "answer": answer, "response": answer or reply.text}
 
     def force(self, state: SumerState) -> dict[str, Any]:
         prompt = self._forced_prompt(state)
@@ -541,6 +561,7 @@ def build_sumer_graph(
     max_parallel_calls: int = 5,
     max_context_tokens: int | None = None,
     force_answer: bool = True,
+    forced_answer_call: ForcedAnswerCall = "text",
     tokenizer: Any = None,
     turn_tokens: int = 1024,
     answer_tokens: int = 1024,
@@ -574,7 +595,11 @@ def build_sumer_graph(
             the model's window minus ``turn_tokens`` where the window is known (local
             models), else unlimited (servers enforce their own window).
         force_answer: when the turn cap or the window ends the episode without an answer,
-            make one tool-free call for it (``True``) or return ``answer=None``.
+            make one more call for it (``True``) or return ``answer=None``.
+        forced_answer_call: how that call asks: ``"text"`` (tool-free, a ``\\boxed{}`` reply, as
+            DSPy's ReAct at its iteration cap) or ``"submit"`` (only ``submit_answer`` bound and its
+            call required, limited to ``turn_tokens``; the call's argument is the answer, so a
+            small model that names the answer in prose without the box still gives one).
         tokenizer: counts context tokens and chunks documents (default: the model's own,
             for local backends; none for server models).
         turn_tokens: generation limit of one assistant turn.
@@ -619,6 +644,8 @@ def build_sumer_graph(
         raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
     if tool_choice not in ("auto", "required"):
         raise ValueError(f"tool_choice must be 'auto' or 'required', got {tool_choice!r}")
+    if forced_answer_call not in ("text", "submit"):
+        raise ValueError(f"forced_answer_call must be 'text' or 'submit', got {forced_answer_call!r}")
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"SUMER needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if bank is None:
@@ -633,6 +660,7 @@ def build_sumer_graph(
         max_parallel_calls=max_parallel_calls,
         max_context_tokens=max_context_tokens,
         force_answer=force_answer,
+        forced_answer_call=forced_answer_call,
         turn_tokens=turn_tokens,
         answer_tokens=answer_tokens,
         chunk_tokens=chunk_tokens,

@@ -62,6 +62,12 @@ class GraphOptions:
                   "AgeMem: the same for the first turn after each message.",
                   "choices": ("auto", "required")},
     )
+    forced_answer_call: str = field(
+        default="text",
+        metadata={"help": "SUMER: how the call at the turn cap asks for the answer: 'text' (a boxed reply) or 'submit' "
+                  "(a required submit_answer call, whose argument is the answer).",
+                  "choices": ("text", "submit")},
+    )
     agemem_turns_per_message: int = field(
         default=2, metadata={"help": "AgeMem: assistant turns after each arriving message (graph default 2; the paper sets none)."}
     )
@@ -214,6 +220,7 @@ def _sumer(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_
     return build_sumer_graph(
         model, embeddings=_embeddings(options), max_parallel_calls=options.max_parallel_calls, answer_tokens=options.answer_tokens,
         tokenizer=tokenizer, final_prompt=options.final_prompt, tool_choice=options.tool_choice,
+        forced_answer_call=options.forced_answer_call,
         **_given(max_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
                  chunk_tokens=options.memory_item_tokens),
         **graph_kwargs,

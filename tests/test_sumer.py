@@ -152,6 +152,35 @@ def test_turn_limit_forces_an_answer(mode):
     assert "her name is Mochi" in forced[0].content and result["answer"] == "Mochi"
 
 
+def search_then_submit_when_forced(messages, tools):
+    if [tool["function"]["name"] for tool in tools] == ["submit_answer"]:
+        found = re.findall(r"her name is (\w+)", messages[-1].text)
+        return AIMessage("", tool_calls=[tool_call("submit_answer", "forced", answer=found[0])]) if found else "Mochi, I think."
+    return always_search(messages, tools)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_forced_answer_as_a_submit_call_reads_its_argument(mode):
+    model = ScriptedToolModel(responder=search_then_submit_when_forced)
+    graph = build_sumer_graph(model, bank=fresh_bank(), max_turns=2, forced_answer_call="submit")
+    result = run(graph, conversation_input(), mode)
+    assert (result["stop_reason"], result["forced_answer"], result["answer"], result["response"]) == ("turn_limit", True, "Mochi", "Mochi")
+    forced = model.calls[-1]
+    assert len(forced) == 1 and "by calling submit_answer" in forced[0].content and "\\boxed" not in forced[0].content
+
+
+def test_forced_submit_without_a_call_gives_no_answer():
+    # Only a backend without the tools' grammar can reply in text here; the prose is not read as an answer.
+    model = ScriptedToolModel(responder=search_then_submit_when_forced)
+    result = run(build_sumer_graph(model, bank=fresh_bank(), max_turns=1, forced_answer_call="submit"), {**conversation_input(), "turns": TURNS[5:]})
+    assert result["forced_answer"] and result["answer"] is None and result["response"] == "Mochi, I think."
+
+
+def test_forced_answer_call_is_checked():
+    with pytest.raises(ValueError, match="forced_answer_call must be 'text' or 'submit', got 'json'"):
+        build_sumer_graph(ScriptedToolModel(responder=always_search), bank=fresh_bank(), forced_answer_call="json")
+
+
 def test_turn_limit_without_forcing_records_a_missing_answer():
     model = ScriptedToolModel(responder=always_search)
     result = run(build_sumer_graph(model, bank=fresh_bank(), max_turns=2, force_answer=False), conversation_input())
@@ -434,3 +463,15 @@ def test_embedded_smollm2_with_a_required_tool_choice_searches_with_valid_calls(
     assert result["invalid_tool_calls"] == 0 and result["tool_calls"] >= 1
     found = evidence_searches(result["searches"], sample.meta["evidence"])
     assert found is not None and found["searches"] == len(result["searches"]) >= 1
+
+
+def test_embedded_smollm2_forced_submit_is_a_valid_call_with_an_answer(greedy_model):
+    """At the turn cap, the embedded model's forced ``submit_answer`` decodes under the tools'
+    grammar, so the answer is the call's argument, never unread prose."""
+    graph = build_sumer_graph(
+        greedy_model, bank=fresh_bank(), max_turns=1, turn_tokens=128, tool_choice="required", forced_answer_call="submit"
+    )
+    result = graph.invoke(conversation_input())
+    assert result["stop_reason"] == "turn_limit" and result["forced_answer"] and result["usage"]["llm_calls"] == 2
+    assert isinstance(result["answer"], str) and result["answer"].strip() and result["response"] == result["answer"]
+    print(f"SmolLM2 forced submit: {result['answer']!r} after {len(result['searches'])} search(es)")

@@ -161,6 +161,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     )
     embeddings_model: str | None = graph_option("embeddings_model")
     tool_choice: str = graph_option("tool_choice")
+    forced_answer_call: str = graph_option("forced_answer_call")
     rollout_concurrency: int = field(
         default=0, metadata={"help": "Most graph runs in flight at once; 0 runs every rollout of the batch together."}
     )
@@ -286,6 +287,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             "finetuning": ("auto", "lora", "full"),
             "loss_aggregation": ("token", "rollout"),
             "tool_choice": ("auto", "required"),
+            "forced_answer_call": ("text", "submit"),
             "final_prompt": ("boxed", "answer_is"),
             "graph": tuple(GRAPHS),
         }

@@ -52,6 +52,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         agemem_distractor_messages=config.agemem_distractor_messages,
         embeddings_model=config.embeddings_model,
         tool_choice=config.tool_choice,
+        forced_answer_call=config.forced_answer_call,
     )
 
 
