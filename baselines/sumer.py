@@ -129,7 +129,7 @@ Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. S
 # filled with "the conversation" or "the document").
 SUMER_FORCED_ANSWER_TEMPLATE = answer_template(material="memory found by searching {source}. You cannot search any more", based_on="the memory found")
 # The same prompt asking for a submit_answer call instead of a boxed reply: the embedded 135M model
-# boxed none of 24 answers given the evidence turn alone, though 15 named the answer in prose.
+# boxed none of 24 answers given the evidence turn alone, though 17 named the answer in prose.
 SUMER_FORCED_SUBMIT_TEMPLATE = (
     "You are presented with a problem and memory found by searching {source}. You cannot search any more. "
     f"Please answer the problem based on the memory found by calling {SUBMIT_TOOL} with a short answer.\n\n"
