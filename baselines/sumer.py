@@ -479,7 +479,9 @@ class _SumerSteps:
         budget = None
         if self.max_context_tokens is not None:
             bare = self._forced_template.format(source=source, prompt=state["question"], memory="(nothing was found)")
-            budget = self.max_context_tokens - self.count(bare)
+            # A submit call's prompt also carries the submit tool's schema.
+            tools = json.dumps(SUMER_TOOLS[1]) if self.forced_answer_call == "submit" else ""
+            budget = self.max_context_tokens - self.count(bare) - self.count(tools)
             if budget < 0:
                 return None
         # Newest results first into the budget: the last searches are the most refined.

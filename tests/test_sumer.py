@@ -2,6 +2,7 @@
 and one bounded run on the real embedded SmolLM2."""
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
@@ -174,6 +175,30 @@ def test_forced_submit_without_a_call_gives_no_answer():
     model = ScriptedToolModel(responder=search_then_submit_when_forced)
     result = run(build_sumer_graph(model, bank=fresh_bank(), max_turns=1, forced_answer_call="submit"), {**conversation_input(), "turns": TURNS[5:]})
     assert result["forced_answer"] and result["answer"] is None and result["response"] == "Mochi, I think."
+
+
+def test_forced_submit_prompt_leaves_room_for_the_submit_schema():
+    # One search whose results nearly fill the budget: a tool-free forced prompt may hold them, a
+    # submit call's may not, because the submit tool's schema goes into the same prompt.
+    turns = [{**turn, "text": (turn["text"] + " ") * 60} for turn in TURNS]
+    payload = {**conversation_input(), "turns": turns}
+
+    def one_search(messages, tools):
+        if len(tools) == 1:
+            return AIMessage("", tool_calls=[tool_call("submit_answer", "forced", answer="Mochi")])
+        return "\\boxed{Mochi}" if not tools else AIMessage("", tool_calls=[tool_call("search_memory", "s1", query="Mochi", mode="keyword", k=1)])
+
+    def forced_prompt(budget, call):
+        model = ScriptedToolModel(responder=one_search)
+        result = run(build_sumer_graph(model, bank=fresh_bank(), max_turns=1, max_context_tokens=budget, forced_answer_call=call), payload)
+        assert result["forced_answer"] and result["searches"]
+        return model.calls[-1][0].content
+
+    with_results = forced_prompt(100_000, "text")
+    budget = len(with_results) // CHARS_PER_TOKEN + 40
+    assert forced_prompt(budget, "text").endswith(with_results[-200:])  # the results fit a text prompt
+    schema = len(json.dumps(SUMER_TOOLS[1]))
+    assert (len(forced_prompt(budget, "submit")) + schema) / CHARS_PER_TOKEN <= budget
 
 
 def test_forced_answer_call_is_checked():
