@@ -265,10 +265,14 @@ class _SumerSteps:
         self.max_parallel_calls = max_parallel_calls
         self.max_context_tokens = max_context_tokens
         self.force_answer = force_answer
-        self.forced_answer_call = forced_answer_call
         self.chunk_tokens = chunk_tokens
         self.final_prompt = final_prompt
         self.tools_tokens = self.count(json.dumps(SUMER_TOOLS))
+        submit = forced_answer_call == "submit"
+        self.forced_answer_call = forced_answer_call
+        self.forced_template = SUMER_FORCED_SUBMIT_TEMPLATE if submit else SUMER_FORCED_ANSWER_TEMPLATE
+        # A submit call's prompt also carries the submit tool's schema: counted once, here.
+        self.forced_tools_tokens = self.count(json.dumps(SUMER_TOOLS[1])) if submit else 0
 
     # counting ------------------------------------------------------------------------------
     def count(self, text: str) -> int:
@@ -478,10 +482,8 @@ class _SumerSteps:
         found = list(dict.fromkeys(found))  # a repeated search adds nothing the first did not
         budget = None
         if self.max_context_tokens is not None:
-            bare = self._forced_template.format(source=source, prompt=state["question"], memory="(nothing was found)")
-            # A submit call's prompt also carries the submit tool's schema.
-            tools = json.dumps(SUMER_TOOLS[1]) if self.forced_answer_call == "submit" else ""
-            budget = self.max_context_tokens - self.count(bare) - self.count(tools)
+            bare = self.forced_template.format(source=source, prompt=state["question"], memory="(nothing was found)")
+            budget = self.max_context_tokens - self.count(bare) - self.forced_tools_tokens
             if budget < 0:
                 return None
         # Newest results first into the budget: the last searches are the most refined.
@@ -494,11 +496,7 @@ class _SumerSteps:
                 budget -= cost
             kept.insert(0, text)
         memory = "\n\n".join(kept) if kept else "(nothing was found)"
-        return self._forced_template.format(source=source, prompt=state["question"], memory=memory)
-
-    @property
-    def _forced_template(self) -> str:
-        return SUMER_FORCED_SUBMIT_TEMPLATE if self.forced_answer_call == "submit" else SUMER_FORCED_ANSWER_TEMPLATE
+        return self.forced_template.format(source=source, prompt=state["question"], memory=memory)
 
     def _after_forced(self, state: SumerState, reply: BaseMessage) -> dict[str, Any]:
         update = {"usage": add_usage(state["usage"], reply), "response": reply.text, "forced_answer": True}
