@@ -746,3 +746,22 @@ def test_packed_steps_take_trls_shuffled_slices_in_generation_order(tiny_model_d
     for part in slices:  # every per-row tensor moved with its row
         assert torch.equal(part["prompt_ids"], whole["prompt_ids"][part["row_order"]])
         assert torch.equal(part["advantages"], whole["advantages"][part["row_order"]])
+
+
+def test_a_packed_pass_of_padding_rows_alone_scores_zero_and_backpropagates(tiny_model_dir, tiny_dataset, tmp_path):
+    from langgraph_memagent.training.micro_batches import trim_part
+
+    # Three rows padded to four, scored one row per pass: the padding row is a pass of its own.
+    config = tiny_config(tmp_path, beta=1e-3, per_device_train_batch_size=1, steps_per_generation=4, pack_prefixes=True)
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    inputs = trainer._batch_from_rollouts([rollout(0, 0, [2], 1.0), rollout(1, 0, [3], 0.0), rollout(2, 0, [1], 0.5)], "train")
+    padding = (inputs["completion_mask"].sum(1) == 0).nonzero().flatten().tolist()
+    assert len(padding) == 1
+    for key in ("old_per_token_logps", "ref_per_token_logps"):
+        assert inputs[key][padding[0]].eq(0).all() and inputs[key].ne(0).any(), key
+    trainer.accelerator.backward(loss := trainer.compute_loss(trainer.model, trim_part(inputs, range(padding[0], padding[0] + 1))))
+    assert loss.item() == 0.0
+    grads = [p.grad for p in trainer.model.parameters() if p.grad is not None]
+    assert grads and all(grad.eq(0).all() for grad in grads)

@@ -68,9 +68,11 @@ class _PrefixTree:
     def add_row(self, tokens: list[int], scored_from: int) -> list[int]:
         """Insert a row whose tokens from ``scored_from`` on are scored; returns the tree token scoring each."""
         parent, scoring = -1, []
-        # A row's last token scores nothing and precedes nothing of its own row: left out.
-        for index, token in enumerate(tokens[:-1]):
-            needed = tokens[index + 1] if index + 1 >= scored_from else IGNORED_LABEL
+        # A row's last token scores nothing and precedes nothing of its own row: left out. A
+        # one-token row (a padding row) keeps it, so a pass of padding rows alone still runs the
+        # model: its zero loss then has a gradient, and every process makes the same passes.
+        for index, token in enumerate(tokens[:-1] or tokens):
+            needed = tokens[index + 1] if scored_from <= index + 1 < len(tokens) else IGNORED_LABEL
             candidates = self.children.setdefault((parent, token), [])
             node = next((c for c in candidates if needed == IGNORED_LABEL or self.labels[c] in (IGNORED_LABEL, needed)), None)
             if node is None:
