@@ -397,7 +397,7 @@ class _SumerSteps:
             "k": request.k,
             "hits": [group.hit.item["message_id"] for group in groups],
         }
-        return _render_results(request.mode, query, groups), record
+        return render_results(request.mode, query, groups), record
 
     def _submit(self, args: dict[str, Any]) -> tuple[str, str | None]:
         try:
@@ -532,7 +532,8 @@ class _SumerSteps:
         return END
 
 
-def _render_results(mode: str, query: str | list[str], groups: list[MemoryGroup]) -> str:
+def render_results(mode: str, query: str | list[str], groups: list[MemoryGroup]) -> str:
+    """A search's tool reply: each group numbered, its hit line marked with ``>``, or advice when nothing matched."""
     shown = query if isinstance(query, str) else " ".join(query)
     if not groups:
         advice = "Try other keywords, fewer keywords or semantic mode." if mode == "keyword" else "Try other words or keyword mode."

@@ -216,3 +216,18 @@ def test_a_result_named_after_a_variant_names_the_module_that_ran(monkeypatch, t
     monkeypatch.setattr("sys.argv", ["/repo/benchmarks/bench_locomo.py", "--limit", "2"])
     written = json.loads(_common.write_result("bench_locomo_tools", {}).read_text())
     assert written["command"].endswith(" -m benchmarks.bench_locomo --limit 2")
+
+
+def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(capsys):
+    from benchmarks.bench_sumer_reading import _memory, main
+    from langgraph_memagent.baselines import load_embeddings
+
+    record, embeddings = conversation_records(1, seed=10_000, entities="test")[0], load_embeddings()
+    memory, shown = _memory(embeddings, record, None)  # a perfect search: the evidence lines, no neighbours
+    assert shown == record["evidence"] and memory.count("\n> [") == len(record["evidence"]) and "\n  [" not in memory
+    memory, shown = _memory(embeddings, record, (2, 1))  # the search tool's reply to the question itself
+    assert memory.startswith(f"2 matches for semantic search {record['question']!r}") and memory.count("\n> [") == 2
+    assert 3 <= len(shown) <= 6 and all(f"[{turn_id} |" in memory for turn_id in shown)
+    with pytest.raises(SystemExit):
+        main(["--settings", "evidence,question k=0 context=1"])
+    assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")

@@ -1,0 +1,141 @@
+"""Can the policy read an answer out of what SUMER's searches return? Its forced submit_answer call, measured alone.
+
+A SUMER episode scores only if two steps both work: the searches find the evidence, and
+the policy then reads the answer out of what they returned. This benchmark measures the
+second step on its own, so a flat learning curve can be blamed on the right one. For each
+held-out generated question (``--split``, as in ``bench_learning``) the memory is built in
+one of these ways and rendered exactly as the search tool replies:
+
+* ``evidence``: the evidence messages alone, with no neighbours (a perfect search);
+* ``question k=K context=C``: the bank's semantic search with the question itself as the
+  query, ``K`` hits each with ``C`` messages before and after it (``k=5 context=2`` is the
+  tool's default call).
+
+The policy (the untrained SmolLM2-135M of ``--preset cpu-sumer``, or with ``--adapter`` a
+trained checkpoint) then makes the forced answer of
+``build_sumer_graph(forced_answer_call="submit")`` greedily: ``submit_answer`` required,
+``turn_tokens`` long, the answer being the call's argument. Reported per setting: the answer's
+F1 in points (mean and standard error over questions), how many answers have F1 > 0, the
+evidence recall of the memory shown and the prompt's mean length in tokens. Results:
+``benchmarks/results/bench_sumer_reading.json`` (``--name`` changes the file name).
+
+    python -m benchmarks.bench_sumer_reading --questions 32
+    python -m benchmarks.bench_sumer_reading --adapter runs/sumer-dev5/checkpoint-12 --name bench_sumer_reading_run5
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+from typing import Any
+
+from ._common import OtherLoad, write_result
+from .bench_learning import HELD_OUT_ENTITIES, SPLITS
+
+NAME = "bench_sumer_reading"
+DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
+
+
+def parse_setting(text: str) -> tuple[int, int] | None:
+    """``None`` for ``evidence``; ``(k, context)`` for ``question k=K context=C``.
+
+    >>> parse_setting("question k=3 context=0"), parse_setting("evidence")
+    ((3, 0), None)
+    """
+    words = text.split()
+    if words == ["evidence"]:
+        return None
+    if len(words) == 3 and words[0] == "question" and words[1].startswith("k=") and words[2].startswith("context="):
+        k, context = words[1][2:], words[2][8:]
+        if k.isdigit() and context.isdigit() and int(k) >= 1:
+            return int(k), int(context)
+    raise ValueError(f"setting must be 'evidence' or 'question k=K context=C' (K >= 1, C >= 0), got {text!r}")
+
+
+def _memory(embeddings: Any, record: dict[str, Any], setting: tuple[int, int] | None) -> tuple[str, list[str]]:
+    """The tool reply shown as memory for ``record`` under ``setting``, and the message ids in it."""
+    from langgraph_memagent.baselines import MemoryBank, MemoryGroup, MemoryHit
+    from langgraph_memagent.baselines.sumer import conversation_key, render_results
+
+    bank = MemoryBank(embeddings=embeddings, context=0 if setting is None else setting[1])
+    conversation = conversation_key(record["turns"], "", chunk_tokens=200)
+    bank.ingest(record["turns"], conversation_id=conversation)
+    if setting is None:
+        items = {item["message_id"]: item for item in bank.items(conversation)}
+        groups = [MemoryGroup(MemoryHit(turn_id, items[turn_id], 1.0), [items[turn_id]]) for turn_id in record["evidence"]]
+    else:
+        groups = bank.semantic_search(record["question"], conversation_id=conversation, k=setting[0])
+    return render_results("semantic", record["question"], groups), [item["message_id"] for group in groups for item in group.messages]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out questions, as in bench_learning (default: %(default)s)")
+    parser.add_argument("--questions", type=int, default=32, help="held-out questions per setting (default: %(default)s)")
+    parser.add_argument("--settings", default=DEFAULT_SETTINGS, help="comma-separated memories to try (default: %(default)s)")
+    parser.add_argument("--adapter", help="a trained LoRA checkpoint directory (default: the untrained policy)")
+    parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if not args.name.replace("_", "").replace("-", "").isalnum():
+        parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
+    if args.questions < 2:
+        parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
+    try:
+        settings = {text.strip(): parse_setting(text.strip()) for text in args.settings.split(",")}
+    except ValueError as error:
+        parser.error(str(error))
+
+    from langchain_core.messages import HumanMessage
+    from tqdm import tqdm
+
+    from langgraph_memagent.agents.local_model import LocalChatModel
+    from langgraph_memagent.baselines import load_embeddings
+    from langgraph_memagent.baselines.sumer import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS
+    from langgraph_memagent.evals.locomo_scoring import f1
+    from langgraph_memagent.training.data import conversation_records
+    from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
+
+    load = OtherLoad()
+    config = parse_config(["--preset", "cpu-sumer", "--output_dir", tempfile.mkdtemp(prefix="sumer-reading-")])
+    model, tokenizer = load_policy(config)
+    if args.adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, args.adapter)
+    # The forced answer's own binding in build_sumer_graph(forced_answer_call="submit"), greedy.
+    chat = LocalChatModel.from_model(model, tokenizer, temperature=0.0)
+    answer_model = chat.bind_tools([SUMER_TOOLS[1]], tool_choice="required").bind(max_tokens=config.turn_tokens)
+    records = conversation_records(args.questions, seed=SPLITS[args.split]["seed"], entities=HELD_OUT_ENTITIES)
+    embeddings = load_embeddings(config.embeddings_model)
+    rows: dict[str, Any] = {}
+    for name, setting in tqdm(settings.items(), desc="memories", unit="setting"):
+        memories = [_memory(embeddings, record, setting) for record in records]
+        prompts = [
+            SUMER_FORCED_SUBMIT_TEMPLATE.format(source="the conversation", prompt=record["question"], memory=memory)
+            for record, (memory, _) in zip(records, memories)
+        ]
+        replies = answer_model.batch([[HumanMessage(prompt)] for prompt in prompts])
+        answers = [str(reply.tool_calls[0]["args"].get("answer", "")) if reply.tool_calls else "" for reply in replies]
+        scores = [100.0 * f1(answer, record["answers"]) for answer, record in zip(answers, records)]
+        recall = [len(set(record["evidence"]) & set(shown)) / len(record["evidence"]) for record, (_, shown) in zip(records, memories)]
+        mean = sum(scores) / len(scores)
+        rows[name] = {
+            "f1": mean,
+            "f1_standard_error": math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1) / len(scores)),
+            "answers_with_f1": sum(score > 0 for score in scores),
+            "evidence_recall": 100.0 * sum(recall) / len(recall),
+            "prompt_tokens": sum(len(tokenizer(prompt)["input_ids"]) for prompt in prompts) / len(prompts),
+            "per_question": [{"question": r["question"], "gold": r["answers"], "answer": a, "f1": s} for r, a, s in zip(records, answers, scores)],
+        }
+    settings_record = {"split": args.split, "questions": args.questions, "adapter": args.adapter, "turn_tokens": config.turn_tokens}
+    write_result(args.name, {"settings": settings_record, "memories": rows, "other_cpu_cores": load.cores()})
+    print(f"{args.name} ({args.split}, {args.questions} questions, {args.adapter or 'untrained'}): " + "; ".join(
+        f"{name}: F1 {row['f1']:.1f} +- {row['f1_standard_error']:.1f}, {row['answers_with_f1']} with F1 > 0, recall {row['evidence_recall']:.0f}%, "
+        f"{row['prompt_tokens']:.0f} tokens" for name, row in rows.items()
+    ))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
