@@ -26,8 +26,9 @@ evidence recall of the memory shown and the prompt's mean length in tokens. Resu
 from __future__ import annotations
 
 import argparse
-import math
+import re
 import tempfile
+import time
 from typing import Any
 
 from ._common import OtherLoad, write_result
@@ -43,22 +44,27 @@ def parse_setting(text: str) -> tuple[int, int] | None:
     >>> parse_setting("question k=3 context=0"), parse_setting("evidence")
     ((3, 0), None)
     """
-    words = text.split()
-    if words == ["evidence"]:
+    if text.split() == ["evidence"]:
         return None
-    if len(words) == 3 and words[0] == "question" and words[1].startswith("k=") and words[2].startswith("context="):
-        k, context = words[1][2:], words[2][8:]
-        if k.isdigit() and context.isdigit() and int(k) >= 1:
-            return int(k), int(context)
+    match = re.fullmatch(r"question k=(\d+) context=(\d+)", " ".join(text.split()))
+    if match and int(match[1]) >= 1:
+        return int(match[1]), int(match[2])
     raise ValueError(f"setting must be 'evidence' or 'question k=K context=C' (K >= 1, C >= 0), got {text!r}")
 
 
-def _memory(embeddings: Any, record: dict[str, Any], setting: tuple[int, int] | None) -> tuple[str, list[str]]:
-    """The tool reply shown as memory for ``record`` under ``setting``, and the message ids in it."""
+def _memory(banks: dict[int, Any], embeddings: Any, record: dict[str, Any], setting: tuple[int, int] | None) -> tuple[str, list[str]]:
+    """The tool reply shown as memory for ``record`` under ``setting``, and the message ids in it.
+
+    ``banks`` holds one bank per neighbour count, filled as needed: a conversation is embedded
+    once per count, however many of its questions and settings use it.
+    """
     from langgraph_memagent.baselines import MemoryBank, MemoryGroup, MemoryHit
     from langgraph_memagent.baselines.sumer import conversation_key, render_results
 
-    bank = MemoryBank(embeddings=embeddings, context=0 if setting is None else setting[1])
+    context = 0 if setting is None else setting[1]
+    if context not in banks:
+        banks[context] = MemoryBank(embeddings=embeddings, context=context)
+    bank = banks[context]
     conversation = conversation_key(record["turns"], "", chunk_tokens=200)
     bank.ingest(record["turns"], conversation_id=conversation)
     if setting is None:
@@ -94,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     from langgraph_memagent.baselines.sumer import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS
     from langgraph_memagent.evals.locomo_scoring import f1
     from langgraph_memagent.training.data import conversation_records
+    from langgraph_memagent.training.evaluation import PolicyEvaluation
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
 
     load = OtherLoad()
@@ -109,20 +116,23 @@ def main(argv: list[str] | None = None) -> int:
     records = conversation_records(args.questions, seed=SPLITS[args.split]["seed"], entities=HELD_OUT_ENTITIES)
     embeddings = load_embeddings(config.embeddings_model)
     rows: dict[str, Any] = {}
+    banks: dict[int, Any] = {}
     for name, setting in tqdm(settings.items(), desc="memories", unit="setting"):
-        memories = [_memory(embeddings, record, setting) for record in records]
+        memories = [_memory(banks, embeddings, record, setting) for record in records]
         prompts = [
             SUMER_FORCED_SUBMIT_TEMPLATE.format(source="the conversation", prompt=record["question"], memory=memory)
             for record, (memory, _) in zip(records, memories)
         ]
+        started = time.perf_counter()
         replies = answer_model.batch([[HumanMessage(prompt)] for prompt in prompts])
         answers = [str(reply.tool_calls[0]["args"].get("answer", "")) if reply.tool_calls else "" for reply in replies]
-        scores = [100.0 * f1(answer, record["answers"]) for answer, record in zip(answers, records)]
+        # Greedy, one answer per question: the learning benchmark's evaluation record, F1 as the reward.
+        evaluation = PolicyEvaluation(0.0, 1, [f1(answer, record["answers"]) for answer, record in zip(answers, records)], time.perf_counter() - started)
+        scores = [100.0 * reward for reward in evaluation.rewards]
         recall = [len(set(record["evidence"]) & set(shown)) / len(record["evidence"]) for record, (_, shown) in zip(records, memories)]
-        mean = sum(scores) / len(scores)
         rows[name] = {
-            "f1": mean,
-            "f1_standard_error": math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1) / len(scores)),
+            "f1": evaluation.accuracy,
+            "f1_standard_error": evaluation.standard_error,
             "answers_with_f1": sum(score > 0 for score in scores),
             "evidence_recall": 100.0 * sum(recall) / len(recall),
             "prompt_tokens": sum(len(tokenizer(prompt)["input_ids"]) for prompt in prompts) / len(prompts),

@@ -223,9 +223,9 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     from langgraph_memagent.baselines import load_embeddings
 
     record, embeddings = conversation_records(1, seed=10_000, entities="test")[0], load_embeddings()
-    memory, shown = _memory(embeddings, record, None)  # a perfect search: the evidence lines, no neighbours
+    memory, shown = _memory({}, embeddings, record, None)  # a perfect search: the evidence lines, no neighbours
     assert shown == record["evidence"] and memory.count("\n> [") == len(record["evidence"]) and "\n  [" not in memory
-    memory, shown = _memory(embeddings, record, (2, 1))  # the search tool's reply to the question itself
+    memory, shown = _memory({}, embeddings, record, (2, 1))  # the search tool's reply to the question itself
     assert memory.startswith(f"2 matches for semantic search {record['question']!r}") and memory.count("\n> [") == 2
     assert 3 <= len(shown) <= 6 and all(f"[{turn_id} |" in memory for turn_id in shown)
     with pytest.raises(SystemExit):
