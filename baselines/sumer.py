@@ -155,10 +155,13 @@ class SumerInput(QuestionInput, total=False):
     (``text`` and optional ``speaker``, ``session``, ``date_time``, ``dia_id``,
     ``blip_caption``). Without them the document is chunked into the bank.
     ``conversation_id``: the bank's id for the conversation (default: a hash of the content).
+    ``found``: search replies given before the episode (e.g. a reading curriculum's evidence),
+    shown to the forced answer ahead of the episode's own results.
     """
 
     turns: list[dict[str, Any]]
     conversation_id: str
+    found: list[str]
 
 
 class SumerOutput(AnswerOutput, total=False):
@@ -177,6 +180,7 @@ class SumerOutput(AnswerOutput, total=False):
 class SumerState(SumerOutput, total=False):
     document: str  # input only; cleared by ingest
     turns: list[dict[str, Any]]  # input only; cleared by ingest
+    found: list[str]  # search replies given with the input, for the forced answer
     messages: Annotated[list[AnyMessage], add_messages]
     source: str  # "a conversation" or "a document", for the forced answer's prompt
     context_tokens: int  # the next prompt's size so far (counted, or reported by the model)
@@ -291,6 +295,9 @@ class _SumerSteps:
         question, document, turns = state.get("question"), state.get("document"), state.get("turns")
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
+        found = state.get("found") or []
+        if not isinstance(found, list) or not all(isinstance(text, str) for text in found):
+            raise ValueError(f"input 'found' must be a list of strings (search replies), got {found!r:.80}")
         if turns is not None and not isinstance(turns, list):
             raise ValueError(f"input 'turns' must be a list of message dicts, got {type(turns).__name__}")
         if not turns and (not isinstance(document, str) or not document.strip()):
@@ -333,9 +340,12 @@ class _SumerSteps:
             "answer": None,
             "response": "",
             "forced_answer": False,
+            "found": found,
         }
         if self._overflows(context_tokens):
             update["stop_reason"] = "context_overflow"
+        elif self.max_turns == 0:
+            update["stop_reason"] = "turn_limit"  # no search: the forced answer reads ``found`` alone
         return update
 
     async def aingest(self, state: SumerState) -> dict[str, Any]:
@@ -478,7 +488,9 @@ class _SumerSteps:
     def _forced_prompt(self, state: SumerState) -> str | None:
         """The tool-free answer prompt with the newest search results that fit; ``None`` if nothing fits."""
         source = state["source"]
-        found = [m.text for m in state["messages"] if isinstance(m, ToolMessage) and m.name == SEARCH_TOOL and m.status == "success"]
+        found = state.get("found", []) + [
+            m.text for m in state["messages"] if isinstance(m, ToolMessage) and m.name == SEARCH_TOOL and m.status == "success"
+        ]
         found = list(dict.fromkeys(found))  # a repeated search adds nothing the first did not
         budget = None
         if self.max_context_tokens is not None:
@@ -586,7 +598,8 @@ def build_sumer_graph(
         store: LangGraph store for the default bank (default: an in-memory store).
         embeddings: LangChain ``Embeddings`` for the default bank (default: the embedded
             all-MiniLM-L6-v2).
-        max_turns: assistant turns before the episode is cut (SUMER: 20).
+        max_turns: assistant turns before the episode is cut (SUMER: 20); 0 answers at once
+            (the forced answer, over the input's ``found`` replies).
         max_parallel_calls: tool calls run per turn (SUMER: 5); later calls of the same
             turn get a "not executed" tool reply.
         max_context_tokens: prompt budget in tokens; when the next prompt would exceed it
@@ -616,7 +629,7 @@ def build_sumer_graph(
 
     Returns:
         A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` (raw
-        messages, e.g. LoCoMo's ``sample.meta["turns"]``) and ``conversation_id``; output
+        messages, e.g. LoCoMo's ``sample.meta["turns"]``), ``conversation_id`` and ``found``; output
         ``answer``, ``response``, ``usage``, ``question``, ``conversation_id``,
         ``turns_used``, ``tool_calls``, ``rejected_tool_calls``, ``invalid_tool_calls``, ``stop_reason``, ``forced_answer`` and ``searches``.
 
@@ -630,7 +643,7 @@ def build_sumer_graph(
         >>> result["stop_reason"], result["turns_used"] <= 5                          # doctest: +SKIP
         ('submitted', True)
     """
-    max_turns = positive_int("max_turns", max_turns)
+    max_turns = positive_int("max_turns", max_turns, minimum=0)
     max_parallel_calls = positive_int("max_parallel_calls", max_parallel_calls)
     turn_tokens = positive_int("turn_tokens", turn_tokens)
     answer_tokens = positive_int("answer_tokens", answer_tokens)

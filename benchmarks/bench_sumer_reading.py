@@ -26,7 +26,6 @@ evidence recall of the memory shown and the prompt's mean length in tokens. Resu
 from __future__ import annotations
 
 import argparse
-import re
 import tempfile
 import time
 from typing import Any
@@ -36,43 +35,6 @@ from .bench_learning import HELD_OUT_ENTITIES, SPLITS
 
 NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
-
-
-def parse_setting(text: str) -> tuple[int, int] | None:
-    """``None`` for ``evidence``; ``(k, context)`` for ``question k=K context=C``.
-
-    >>> parse_setting("question k=3 context=0"), parse_setting("evidence")
-    ((3, 0), None)
-    """
-    if text.split() == ["evidence"]:
-        return None
-    match = re.fullmatch(r"question k=(\d+) context=(\d+)", " ".join(text.split()))
-    if match and int(match[1]) >= 1:
-        return int(match[1]), int(match[2])
-    raise ValueError(f"setting must be 'evidence' or 'question k=K context=C' (K >= 1, C >= 0), got {text!r}")
-
-
-def _memory(banks: dict[int, Any], embeddings: Any, record: dict[str, Any], setting: tuple[int, int] | None) -> tuple[str, list[str]]:
-    """The tool reply shown as memory for ``record`` under ``setting``, and the message ids in it.
-
-    ``banks`` holds one bank per neighbour count, filled as needed: a conversation is embedded
-    once per count, however many of its questions and settings use it.
-    """
-    from langgraph_memagent.baselines import MemoryBank, MemoryGroup, MemoryHit
-    from langgraph_memagent.baselines.sumer import conversation_key, render_results
-
-    context = 0 if setting is None else setting[1]
-    if context not in banks:
-        banks[context] = MemoryBank(embeddings=embeddings, context=context)
-    bank = banks[context]
-    conversation = conversation_key(record["turns"], "", chunk_tokens=200)
-    bank.ingest(record["turns"], conversation_id=conversation)
-    if setting is None:
-        items = {item["message_id"]: item for item in bank.items(conversation)}
-        groups = [MemoryGroup(MemoryHit(turn_id, items[turn_id], 1.0), [items[turn_id]]) for turn_id in record["evidence"]]
-    else:
-        groups = bank.semantic_search(record["question"], conversation_id=conversation, k=setting[0])
-    return render_results("semantic", record["question"], groups), [item["message_id"] for group in groups for item in group.messages]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,8 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
     if args.questions < 2:
         parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
+    from langgraph_memagent.training.reading import parse_reading_memory, reading_memory
+
     try:
-        settings = {text.strip(): parse_setting(text.strip()) for text in args.settings.split(",")}
+        settings = {text.strip(): parse_reading_memory(text.strip()) for text in args.settings.split(",")}
     except ValueError as error:
         parser.error(str(error))
 
@@ -118,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, Any] = {}
     banks: dict[int, Any] = {}
     for name, setting in tqdm(settings.items(), desc="memories", unit="setting"):
-        memories = [_memory(banks, embeddings, record, setting) for record in records]
+        memories = [reading_memory(banks, embeddings, record, setting) for record in records]
         prompts = [
             SUMER_FORCED_SUBMIT_TEMPLATE.format(source="the conversation", prompt=record["question"], memory=memory)
             for record, (memory, _) in zip(records, memories)

@@ -201,6 +201,23 @@ def test_forced_submit_prompt_leaves_room_for_the_submit_schema():
     assert (len(forced_prompt(budget, "submit")) + schema) / CHARS_PER_TOKEN <= budget
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_no_turns_answers_at_once_from_the_memory_given_with_the_input(mode):
+    # The reading curriculum's episode: no search, one forced submit call over the given memory.
+    model = ScriptedToolModel(responder=search_then_submit_when_forced)
+    graph = build_sumer_graph(model, bank=fresh_bank(), max_turns=0, forced_answer_call="submit")
+    given = "1 matches for semantic search 'cat':\n\nMatch 1 of 1:\n> [D2:1 | Ana] Our cat, her name is Luna."
+    result = run(graph, conversation_input(found=[given]), mode)
+    assert (result["stop_reason"], result["turns_used"], result["answer"], result["searches"]) == ("turn_limit", 0, "Luna", [])
+    assert len(model.calls) == 1 and given in model.calls[0][0].content
+
+
+def test_memory_given_with_the_input_must_be_search_replies():
+    graph = build_sumer_graph(ScriptedToolModel(responder=always_search), bank=fresh_bank(), max_turns=0)
+    with pytest.raises(ValueError, match=r"input 'found' must be a list of strings \(search replies\), got 'Luna'"):
+        graph.invoke(conversation_input(found="Luna"))
+
+
 def test_forced_answer_call_is_checked():
     with pytest.raises(ValueError, match="forced_answer_call must be 'text' or 'submit', got 'json'"):
         build_sumer_graph(ScriptedToolModel(responder=always_search), bank=fresh_bank(), forced_answer_call="json")
@@ -398,8 +415,8 @@ def test_bad_inputs_and_options_are_clear_errors():
         graph.invoke({"question": "Q?", "document": ""})
     with pytest.raises(ValueError, match=r"'a\.b'"):
         graph.invoke(conversation_input(conversation_id="a.b"))
-    with pytest.raises(ValueError, match="max_turns must be a positive integer, got 0"):
-        build_sumer_graph(ScriptedToolModel(responder=cat_finder), bank=fresh_bank(), max_turns=0)
+    with pytest.raises(ValueError, match="max_turns must be an integer >= 0, got -1"):
+        build_sumer_graph(ScriptedToolModel(responder=cat_finder), bank=fresh_bank(), max_turns=-1)
     with pytest.raises(ValueError, match="not both"):
         build_sumer_graph(ScriptedToolModel(responder=cat_finder), bank=fresh_bank(), embeddings=DeterministicFakeEmbedding(size=4))
     with pytest.raises(TypeError, match="bind_tools"):

@@ -219,15 +219,46 @@ def test_a_result_named_after_a_variant_names_the_module_that_ran(monkeypatch, t
 
 
 def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(capsys):
-    from benchmarks.bench_sumer_reading import _memory, main
+    from benchmarks.bench_sumer_reading import main
     from langgraph_memagent.baselines import load_embeddings
+    from langgraph_memagent.training.reading import reading_memory
 
     record, embeddings = conversation_records(1, seed=10_000, entities="test")[0], load_embeddings()
-    memory, shown = _memory({}, embeddings, record, None)  # a perfect search: the evidence lines, no neighbours
+    memory, shown = reading_memory({}, embeddings, record, None)  # a perfect search: the evidence lines, no neighbours
     assert shown == record["evidence"] and memory.count("\n> [") == len(record["evidence"]) and "\n  [" not in memory
-    memory, shown = _memory({}, embeddings, record, (2, 1))  # the search tool's reply to the question itself
+    memory, shown = reading_memory({}, embeddings, record, (2, 1))  # the search tool's reply to the question itself
     assert memory.startswith(f"2 matches for semantic search {record['question']!r}") and memory.count("\n> [") == 2
     assert 3 <= len(shown) <= 6 and all(f"[{turn_id} |" in memory for turn_id in shown)
     with pytest.raises(SystemExit):
         main(["--settings", "evidence,question k=0 context=1"])
     assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")
+
+
+def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path):
+    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
+
+    rows = conversation_records(2, seed=4)
+    batches = []
+
+    class Recording(MultiConvGRPOTrainer):
+        def _batch_from_rollouts(self, rollouts, mode, **kwargs):
+            batches.append(rollouts)
+            return super()._batch_from_rollouts(rollouts, mode, **kwargs)
+
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", turn_tokens=48, answer_tokens=4, tool_choice="required",
+                         forced_answer_call="submit", sumer_require_submit=False, reading_memory="evidence")
+    trainer = make_trainer(tiny_model_dir, Dataset.from_list(rows), config, Recording)
+    trainer.train()
+    rollouts = [rollout for batch in batches for rollout in batch]
+    assert rollouts and all(len(rollout.calls) == 1 for rollout in rollouts)  # no turn: the forced answer alone
+    prompts = {trainer.processing_class.decode(rollout.calls[0].prompt_ids) for rollout in rollouts}
+    evidence_lines = {turn["text"] for row in rows for turn in row["turns"] if turn["dia_id"] in row["evidence"]}
+    assert all(any(line in prompt for line in evidence_lines) and "You cannot search any more" in prompt for prompt in prompts)
+    assert trainer.state.log_history[0]["tools/searches"] == 0
+
+
+def test_reading_curriculum_is_checked_before_anything_loads(tmp_path):
+    with pytest.raises(ValueError, match=r"reading memory must be 'evidence' or 'question k=K context=C' .* got 'question k=0'"):
+        parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--forced_answer_call", "submit", "--reading_memory", "question k=0"])
+    with pytest.raises(ValueError, match="reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph 'sumer' and forced_answer_call 'text'"):
+        parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--reading_memory", "evidence"])

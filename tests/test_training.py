@@ -148,6 +148,19 @@ def test_every_call_is_a_row_with_its_rollouts_advantage_and_own_mask():
     assert weighted.token_weights == pytest.approx([8 / 12, 8 / 12, 8 / 12, 8 / 4])
 
 
+def test_each_rollouts_share_of_the_update_under_both_loss_aggregations():
+    from benchmarks.bench_loss_aggregation import rollout_shares
+
+    # Rollout 0: 6 completion tokens, advantage 0.5; rollout 1: 2 tokens, advantage -1.5.
+    rollouts = [rollout(0, 0, [2, 3, 1], 1.0), rollout(1, 0, [1, 1], 0.0)]
+    token = rollout_shares(rollouts, [0.5, -1.5], "token")
+    assert token["weight"] == pytest.approx([6 / 8, 2 / 8])
+    assert token["advantage_weighted"] == pytest.approx([3 / 6, 3 / 6])  # 0.5 x 6 against 1.5 x 2
+    per_rollout = rollout_shares(rollouts, [0.5, -1.5], "rollout")
+    assert per_rollout["weight"] == pytest.approx([0.5, 0.5])
+    assert per_rollout["advantage_weighted"] == pytest.approx([0.25, 0.75])
+
+
 def test_padding_keeps_every_row_through_trls_split():
     from trl.trainer.utils import split_tensor_dict
 

@@ -13,6 +13,7 @@ from ..evals.conversations import CONVERSATIONS_TASK
 from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
 from ..graphs.registry import GRAPHS, graph_option
+from .reading import parse_reading_memory
 
 
 def _per_graph(name: str, what: str) -> Any:
@@ -207,6 +208,14 @@ class MultiConvGRPOConfig(GRPOConfig):
             "Both parts are logged (reward/paper, reward/evidence). 0 = the paper reward alone."
         },
     )
+    reading_memory: str | None = field(
+        default=None,
+        metadata={
+            "help": "Ours, opt-in, a reading curriculum for graph 'sumer': every rollout is the forced submit_answer call "
+            "alone, over this memory: 'evidence' (the row's evidence lines) or 'question k=K context=C' (a search with "
+            "the question). Unset: whole episodes."
+        },
+    )
     loss_aggregation: str = field(
         default="token",
         metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
@@ -354,6 +363,16 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"evidence_reward_weight must be >= 0 (0 = off) and is for graph 'sumer' (its searches), got "
                 f"{self.evidence_reward_weight!r} with graph {self.graph!r}"
             )
+        if self.reading_memory is not None:
+            try:
+                parse_reading_memory(self.reading_memory)
+                if self.graph != "sumer" or self.forced_answer_call != "submit":
+                    raise ValueError(
+                        f"reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph {self.graph!r} "
+                        f"and forced_answer_call {self.forced_answer_call!r}"
+                    )
+            except ValueError as error:
+                problems.append(str(error))
         if self.key_pool is not None and (self.key_pool not in KEY_POOLS or self.task not in NIAH_TASKS):
             problems.append(f"key_pool must be one of {list(KEY_POOLS)} with a NIAH task, got {self.key_pool!r} with task {self.task!r}")
         if self.gold_position is not None and (self.gold_position != "balanced" or self.task != "niah_multikey_1"):

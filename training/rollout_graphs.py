@@ -15,6 +15,7 @@ from .rewards import (
     SubmittedAnswersOnly,
     SumerReward,
 )
+from .reading import ReadingInput
 from .rollouts import RewardFn
 from .tool_use import EvidenceShapedReward
 
@@ -30,7 +31,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
 
     ``chunk_tokens`` is MemAgent's chunk, or the stored piece of a document for SUMER and
     AgeMem; ``max_context_tokens`` is their context budget; ``max_turns`` is SUMER's turn cap
-    and ``agemem_stage_turns`` AgeMem's.
+    (0 with ``reading_memory``: the forced answer alone) and ``agemem_stage_turns`` AgeMem's.
 
     >>> config = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="agemem", agemem_stage_turns=8)
     >>> options = graph_options(config)
@@ -45,7 +46,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         answer_tokens=config.answer_tokens,
         final_prompt=config.final_prompt,
         max_input_tokens=config.max_context_tokens,
-        max_turns=config.agemem_stage_turns if config.graph == "agemem" else config.max_turns,
+        max_turns=config.agemem_stage_turns if config.graph == "agemem" else 0 if config.reading_memory else config.max_turns,
         turn_tokens=config.turn_tokens,
         max_parallel_calls=config.max_parallel_calls,
         agemem_turns_per_message=config.agemem_turns_per_message,
@@ -54,6 +55,15 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         tool_choice=config.tool_choice,
         forced_answer_call=config.forced_answer_call,
     )
+
+
+def default_graph_input(config: MultiConvGRPOConfig) -> GraphInput:
+    """The registered graph's input mapping, or with ``reading_memory`` the reading curriculum's."""
+    if config.reading_memory:
+        from ..baselines import load_embeddings
+
+        return ReadingInput(config.reading_memory, load_embeddings(config.embeddings_model))
+    return GRAPHS[config.graph].graph_input
 
 
 def rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> Any:

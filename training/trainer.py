@@ -25,7 +25,7 @@ from .config import MultiConvGRPOConfig
 from .micro_batches import rows_per_part, split_rows, trim_part
 from .prefix_packing import pack_rows, packed_length
 from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
-from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_reward, rollout_graph
+from .rollout_graphs import GraphBuilder, GraphInput, context_budget, default_graph_input, default_reward, rollout_graph
 from .rollouts import MissingTokenIdsError, RewardFn, Rollout, local_engine, run_rollouts, score_rollouts
 from .rows import (
     RowBatch,
@@ -70,7 +70,8 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         graph_builder: ``graph_builder(chat_model, args, tokenizer) -> graph``; default
             :func:`~.rollout_graphs.rollout_graph`, the registered graph ``args.graph``.
         graph_input: ``graph_input(row) -> graph input``; default the registered graph's
-            (question + document, plus ``turns`` for the graphs that store messages).
+            (question + document, plus ``turns`` for the graphs that store messages), or
+            with ``args.reading_memory`` SUMER's plus that memory (:mod:`.reading`).
         rollout_model: ``rollout_model(trainer) -> chat model``; default
             :func:`policy_chat_model` (generation on the current policy), or
             :func:`vllm_chat_model` with ``use_vllm``. Anything else must generate with
@@ -105,7 +106,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             logger.info("graph %s: max_context_tokens = %d", args.graph, args.max_context_tokens)
         self.rollout_reward = reward_fn or default_reward(args)
         self.graph_builder = graph_builder or rollout_graph
-        self.graph_input = graph_input or GRAPHS[args.graph].graph_input
+        self.graph_input = graph_input or default_graph_input(args)
         self.rollout_model = rollout_model or (vllm_chat_model if args.use_vllm else policy_chat_model)
         self._rollout_graph: Any = None
         self._rollout_chat: Any = None
