@@ -36,13 +36,15 @@ shaping is left out), and per question the benchmark reports the valid-call rate
 evidence recall of the searches, the submit rate and the answer's F1, each before and after
 with its paired standard error (``tool_use``). ``--locomo-questions N`` also answers N
 seeded questions of LoCoMo conv-30 greedily before and after (the real file, no tuning on
-it). Results: ``bench_learning_sumer_<split>.json``, figures
+it). After a reading curriculum (``-- --reading_memory ...``) the held-out episodes are still
+whole. Results: ``bench_learning_sumer_<split>.json``, figures
 ``benchmarks/figures/learning_sumer_reward_curve.png`` and ``learning_sumer_tool_use.png``.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import os
@@ -69,7 +71,7 @@ CONFIG_KEYS = (
 )
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
-    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation",
+    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 LOGGED = ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)
@@ -109,6 +111,14 @@ def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samp
         # Printed as each finishes: a run killed later (e.g. out of memory) still shows it.
         print(f"  {name} (T={temperature:g}): {result[name]['accuracy']:.1f}%; peak memory {_peak_rss_gb():.1f} GB", flush=True)
     return result
+
+
+def whole_episodes(config: Any) -> Any:
+    """``config`` for the held-out evaluation: always whole episodes, also after a reading
+    curriculum (``reading_memory``; its reading step alone is ``bench_sumer_reading``'s)."""
+    episodes = copy.copy(config)
+    episodes.reading_memory = None
+    return episodes
 
 
 def _peak_rss_gb() -> float:
@@ -246,6 +256,7 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     if config.task != CONVERSATIONS_TASK and config.key_pool != "train":
         raise SystemExit(f"training draws needle keys from key_pool {config.key_pool!r}: held-out keys are only unseen with --key_pool train")
     model, tokenizer = load_policy(config)
+    episodes = whole_episodes(config)
     held_out = held_out_records(config, tokenizer, args.split, args.eval_questions)
     locomo = locomo_records(args.locomo_questions)
     ranks = [record.get("gold_rank") for record in held_out]
@@ -259,10 +270,10 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     if kept is not None:
         print(f"finished run kept from {output_dir / 'result.json'}: changes {kept['changes_points']}", flush=True)
         return kept
-    before = _kept_or_new_before(output_dir / "before.json", settings, lambda: _evaluate(model, tokenizer, held_out, config, args.eval_samples, locomo))
+    before = _kept_or_new_before(output_dir / "before.json", settings, lambda: _evaluate(model, tokenizer, held_out, episodes, args.eval_samples, locomo))
     policy, log_history, phases = _train_phases(args, trainer_args, output_dir, model, tokenizer)
     print("after training:", flush=True)
-    after = _evaluate(policy, tokenizer, held_out, config, args.eval_samples, locomo)
+    after = _evaluate(policy, tokenizer, held_out, episodes, args.eval_samples, locomo)
     log = with_phase_temperatures([entry for entry in log_history if "reward" in entry], phases)
     plot_reward_curve(log, output_dir / "learning_reward_curve.png")
     plot_tool_use_curve(log, output_dir / "learning_tool_use.png")

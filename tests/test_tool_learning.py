@@ -234,7 +234,10 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")
 
 
-def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path):
+def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path, monkeypatch):
+    from benchmarks.bench_learning import whole_episodes
+    from langgraph_memagent.training import evaluation
+    from langgraph_memagent.training.rollout_graphs import graph_options
     from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
     rows = conversation_records(2, seed=4)
@@ -255,6 +258,12 @@ def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tin
     evidence_lines = {turn["text"] for row in rows for turn in row["turns"] if turn["dia_id"] in row["evidence"]}
     assert all(any(line in prompt for line in evidence_lines) and "You cannot search any more" in prompt for prompt in prompts)
     assert trainer.state.log_history[0]["tools/searches"] == 0
+    # Evaluating the same config reads the same memory; the learning benchmark's held-out episodes are whole.
+    given, run = [], evaluation.run_rollouts
+    monkeypatch.setattr(evaluation, "run_rollouts", lambda graph, inputs, *rest, **kwargs: given.extend(inputs) or run(graph, inputs, *rest, **kwargs))
+    evaluation.evaluate_policy(trainer.model, trainer.processing_class, rows, config, temperature=0.0)
+    assert [len(graph_input["found"]) for graph_input in given] == [1, 1]
+    assert graph_options(config).max_turns == 0 and graph_options(whole_episodes(config)).max_turns == config.max_turns == 20
 
 
 def test_reading_curriculum_is_checked_before_anything_loads(tmp_path):

@@ -25,9 +25,8 @@ from typing import Any
 
 import torch
 
-from ..graphs.registry import GRAPHS
 from .config import MultiConvGRPOConfig
-from .rollout_graphs import default_reward, rollout_graph
+from .rollout_graphs import default_graph_input, default_reward, rollout_graph
 from .rollouts import RewardFn, run_rollouts, score_rollouts
 from .trainer import eval_mode, sampling_options
 
@@ -152,8 +151,9 @@ def evaluate_policy(
         tokenizer: its tokenizer.
         records: rows like the training data (``question``, ``document``, ``answers``,
             ``distractors``), e.g. :func:`generate_samples` with another seed.
-        config: the training config: graph, budgets, ``top_p`` and the reward
-            (:func:`default_reward`) come from it.
+        config: the training config: graph, budgets, ``top_p``, the reward
+            (:func:`default_reward`) and the graph's input (with ``reading_memory``, the
+            reading step alone) come from it.
         temperature: 0 for greedy decoding, else the sampling temperature.
         rollouts_per_question: samples per question (1 is enough when greedy).
         reward_fn: overrides the config's reward.
@@ -174,14 +174,14 @@ def evaluate_policy(
         max_tokens=config.max_completion_length,
         max_batch_size=config.generation_max_batch_size,
     )
-    graph = rollout_graph(chat, config, tokenizer)
+    graph, graph_input = rollout_graph(chat, config, tokenizer), default_graph_input(config)
     rows = [record for record in records for _ in range(rollouts_per_question)]
     groups = [index for index in range(len(records)) for _ in range(rollouts_per_question)]
     started = time.perf_counter()
     with torch.no_grad(), eval_mode(model):
         rollouts = run_rollouts(
             graph,
-            [GRAPHS[config.graph].graph_input(row) for row in rows],
+            [graph_input(row) for row in rows],
             groups,
             progress=f"evaluating (T={temperature:g})" if progress else None,
             served_by=chat.engine,
