@@ -15,19 +15,24 @@ The policy (the untrained SmolLM2-135M of ``--preset cpu-sumer``, or with ``--ad
 trained checkpoint) then makes the forced answer of
 ``build_sumer_graph(forced_answer_call="submit")`` greedily: ``submit_answer`` required,
 ``turn_tokens`` long, the answer being the call's argument. Reported per setting: the answer's
-F1 in points (mean and standard error over questions), how many answers have F1 > 0, the
-evidence recall of the memory shown and the prompt's mean length in tokens. Results:
+F1 in points (mean and standard error over questions), how many answers have F1 > 0 and how
+many copy the schema's description of the answer field, the evidence recall of the memory
+shown and the prompt's mean length in tokens; with ``--before`` (an earlier result on the same
+questions) each setting's F1 change and its paired standard error. Results:
 ``benchmarks/results/bench_sumer_reading.json`` (``--name`` changes the file name).
 
     python -m benchmarks.bench_sumer_reading --questions 32
-    python -m benchmarks.bench_sumer_reading --adapter runs/sumer-dev5/checkpoint-12 --name bench_sumer_reading_run5
+    python -m benchmarks.bench_sumer_reading --adapter runs/sumer-read1 --name bench_sumer_reading_read1 \\
+        --before benchmarks/results/bench_sumer_reading.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, write_result
@@ -37,6 +42,19 @@ NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
 
 
+def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: int) -> dict[str, Any]:
+    """The per-setting rows of an earlier result on the same split and questions; a bad file is one parser error."""
+    try:
+        earlier = json.loads(path.read_text())
+        settings, memories = earlier["settings"], earlier["memories"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        parser.error(f"--before must be a result file of this benchmark, got {str(path)!r} ({type(error).__name__}: {error})")
+    if (settings.get("split"), settings.get("questions")) != (split, questions):
+        parser.error(f"--before {str(path)!r} has split {settings.get('split')!r} and {settings.get('questions')} questions, "
+                     f"this run {split!r} and {questions}")
+    return memories
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out questions, as in bench_learning (default: %(default)s)")
@@ -44,11 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default=DEFAULT_SETTINGS, help="comma-separated memories to try (default: %(default)s)")
     parser.add_argument("--adapter", help="a trained LoRA checkpoint directory (default: the untrained policy)")
     parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
+    parser.add_argument("--before", type=Path,
+                        help="an earlier result of this benchmark on the same questions (e.g. the untrained policy's): "
+                        "adds each setting's F1 change with its paired standard error")
     args = parser.parse_args(argv)
     if not args.name.replace("_", "").replace("-", "").isalnum():
         parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
     if args.questions < 2:
         parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
+    before = _before(parser, args.before, args.split, args.questions) if args.before else None
     from langgraph_memagent.training.reading import parse_reading_memory, reading_memory
 
     try:
@@ -61,10 +83,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from langgraph_memagent.agents.local_model import LocalChatModel
     from langgraph_memagent.baselines import load_embeddings
-    from langgraph_memagent.baselines.sumer import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS
+    from langgraph_memagent.baselines.sumer import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS, SubmitAnswerArgs
     from langgraph_memagent.evals.locomo_scoring import f1
     from langgraph_memagent.training.data import conversation_records
-    from langgraph_memagent.training.evaluation import PolicyEvaluation
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
 
     load = OtherLoad()
@@ -79,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     answer_model = chat.bind_tools([SUMER_TOOLS[1]], tool_choice="required").bind(max_tokens=config.turn_tokens)
     records = conversation_records(args.questions, seed=SPLITS[args.split]["seed"], entities=HELD_OUT_ENTITIES)
     embeddings = load_embeddings(config.embeddings_model)
+    # The schema's own description of the answer field, which the untrained policy often copies.
+    description = SubmitAnswerArgs.model_fields["answer"].description.split("(")[0].strip().lower()
     rows: dict[str, Any] = {}
     banks: dict[int, Any] = {}
     for name, setting in tqdm(settings.items(), desc="memories", unit="setting"):
@@ -98,15 +122,25 @@ def main(argv: list[str] | None = None) -> int:
             "f1": evaluation.accuracy,
             "f1_standard_error": evaluation.standard_error,
             "answers_with_f1": sum(score > 0 for score in scores),
+            "answers_copying_description": sum(answer.strip().lower().startswith(description) for answer in answers),
             "evidence_recall": 100.0 * sum(recall) / len(recall),
             "prompt_tokens": sum(len(tokenizer(prompt)["input_ids"]) for prompt in prompts) / len(prompts),
             "per_question": [{"question": r["question"], "gold": r["answers"], "answer": a, "f1": s} for r, a, s in zip(records, answers, scores)],
         }
-    settings_record = {"split": args.split, "questions": args.questions, "adapter": args.adapter, "turn_tokens": config.turn_tokens}
+        if before and name in before:
+            earlier = before[name]["per_question"]
+            if [q["question"] for q in earlier] != [r["question"] for r in records]:
+                raise SystemExit(f"--before {args.before}: its questions for {name!r} are not this run's")
+            change, error = paired_gain(PolicyEvaluation(0.0, 1, [q["f1"] / 100.0 for q in earlier], 0.0), evaluation)
+            rows[name].update(f1_before=before[name]["f1"], f1_change=change, f1_change_standard_error=error)
+    settings_record = {"split": args.split, "questions": args.questions, "adapter": args.adapter, "turn_tokens": config.turn_tokens,
+                       "before": str(args.before) if args.before else None}
     write_result(args.name, {"settings": settings_record, "memories": rows, "other_cpu_cores": load.cores()})
     print(f"{args.name} ({args.split}, {args.questions} questions, {args.adapter or 'untrained'}): " + "; ".join(
         f"{name}: F1 {row['f1']:.1f} +- {row['f1_standard_error']:.1f}, {row['answers_with_f1']} with F1 > 0, recall {row['evidence_recall']:.0f}%, "
-        f"{row['prompt_tokens']:.0f} tokens" for name, row in rows.items()
+        f"{row['prompt_tokens']:.0f} tokens"
+        + (f", change {row['f1_change']:+.1f} +- {row['f1_change_standard_error']:.1f}" if "f1_change" in row else "")
+        for name, row in rows.items()
     ))
     return 0
 

@@ -218,7 +218,7 @@ def test_a_result_named_after_a_variant_names_the_module_that_ran(monkeypatch, t
     assert written["command"].endswith(" -m benchmarks.bench_locomo --limit 2")
 
 
-def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(capsys):
+def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(capsys, tmp_path):
     from benchmarks.bench_sumer_reading import main
     from langgraph_memagent.baselines import load_embeddings
     from langgraph_memagent.training.reading import reading_memory
@@ -232,6 +232,11 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     with pytest.raises(SystemExit):
         main(["--settings", "evidence,question k=0 context=1"])
     assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")
+    (tmp_path / "other.json").write_text(json.dumps({"settings": {"split": "dev", "questions": 8}, "memories": {}}))
+    for before, expected in (("missing.json", "--before must be a result file of this benchmark"), ("other.json", "8 questions, this run 'dev' and 32")):
+        with pytest.raises(SystemExit):
+            main(["--before", str(tmp_path / before)])
+        assert expected in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path, monkeypatch):
