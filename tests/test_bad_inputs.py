@@ -299,7 +299,7 @@ ROWS: list[Row] = [
     Row("trainer", "--num_generations abc", ("--num_generations", "invalid int value: 'abc'"), trainer("--num_generations", "abc")),
     Row("trainer", "--forced_answer_call json", ("--forced_answer_call", "invalid choice: 'json'"), trainer("--forced_answer_call", "json")),
     Row("trainer", "--reading_memory 'question k=0'", ("reading memory must be 'evidence' or 'question k=K context=C'", "got 'question k=0'"),
-        trainer("--reading_memory", "question k=0")),
+        trainer("--preset", "cpu-sumer", "--forced_answer_call", "submit", "--reading_memory", "question k=0")),
     Row("trainer", "--top_k -1", ("top_k must be >= 0", "got -1"), trainer("--top_k", "-1")),
     Row("trainer", "--generation_kwargs the rollouts would ignore", ("generation_kwargs", "is not applied by the rollout backends"), trainer("--generation_kwargs", '{"num_beams": 2}')),
     Row("trainer", "--key_pool dev", ("key_pool must be one of ['train', 'test']", "got 'dev'"), trainer("--key_pool", "dev")),

@@ -366,13 +366,13 @@ class MultiConvGRPOConfig(GRPOConfig):
         if self.reading_memory is not None:
             try:
                 parse_reading_memory(self.reading_memory)
-                if self.graph != "sumer" or self.forced_answer_call != "submit":
-                    raise ValueError(
-                        f"reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph {self.graph!r} "
-                        f"and forced_answer_call {self.forced_answer_call!r}"
-                    )
             except ValueError as error:
                 problems.append(str(error))
+            if self.graph != "sumer" or self.forced_answer_call != "submit":
+                problems.append(
+                    f"reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph {self.graph!r} "
+                    f"and forced_answer_call {self.forced_answer_call!r}"
+                )
         if self.key_pool is not None and (self.key_pool not in KEY_POOLS or self.task not in NIAH_TASKS):
             problems.append(f"key_pool must be one of {list(KEY_POOLS)} with a NIAH task, got {self.key_pool!r} with task {self.task!r}")
         if self.gold_position is not None and (self.gold_position != "balanced" or self.task != "niah_multikey_1"):
