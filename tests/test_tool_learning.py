@@ -229,6 +229,8 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     memory, shown = reading_memory({}, embeddings, record, (2, 1))  # the search tool's reply to the question itself
     assert memory.startswith(f"2 matches for semantic search {record['question']!r}") and memory.count("\n> [") == 2
     assert 3 <= len(shown) <= 6 and all(f"[{turn_id} |" in memory for turn_id in shown)
+    with pytest.raises(ValueError, match=r"reading memory 'evidence' needs the row's evidence ids among its turns, got \['D99:1'\]"):
+        reading_memory({}, embeddings, {**record, "evidence": ["D99:1"]}, None)
     with pytest.raises(SystemExit):
         main(["--settings", "evidence,question k=0 context=1"])
     assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")
