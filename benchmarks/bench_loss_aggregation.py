@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from ._common import RESULTS_DIR, OtherLoad, peak_rss, write_result
-from .bench_prefix_packing import _rollouts, _trainer
+from .bench_prefix_packing import _rollouts, _trainer, optimizer_step_losses
 
 NAME = "bench_loss_aggregation"
 WAYS = ("token", "rollout")
@@ -61,14 +61,7 @@ def batch_gradient(trainer, rollouts: list, aggregation: str, seed: int):
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1
     batch = trainer._batch_from_rollouts(rollouts, "train")
-    trainer._generate_and_score_completions = lambda inputs: dict(batch)
-    torch.manual_seed(seed)  # the same row shuffle both ways
-    losses = []
-    for trainer._step in range(trainer.args.steps_per_generation):
-        loss = trainer.compute_loss(trainer.model, trainer._prepare_inputs(None))
-        trainer.accelerator.backward(loss)
-        losses.append(loss.item())
-    del trainer._generate_and_score_completions
+    losses = optimizer_step_losses(trainer, batch, seed)  # the same seed both ways: the same row shuffle
     parameters = [p for p in trainer.model.parameters() if p.requires_grad]
     gradient = torch.cat([p.grad.flatten().clone() for p in parameters])
     trainer.model.zero_grad()

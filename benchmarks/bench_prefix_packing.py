@@ -62,10 +62,25 @@ def _rollouts(trainer, dataset, path: Path | None) -> list:
     return rollouts
 
 
-def measure(trainer, rollouts: list, pack: bool, budget: int, seed: int) -> dict:
-    """The loss work of one rollout batch: old log-probs, then each step's loss and backward."""
+def optimizer_step_losses(trainer, batch: dict, seed: int) -> list[float]:
+    """Each optimizer step's loss and backward over ``batch`` (a rollout batch's rows), on TRL's
+    slices shuffled with ``seed``, as a training step does; gradients accumulate."""
     import torch
 
+    trainer.current_gradient_accumulation_steps = 1
+    trainer._generate_and_score_completions = lambda inputs: dict(batch)
+    torch.manual_seed(seed)
+    losses = []
+    for trainer._step in range(trainer.args.steps_per_generation):
+        loss = trainer.compute_loss(trainer.model, trainer._prepare_inputs(None))
+        trainer.accelerator.backward(loss)
+        losses.append(loss.item())
+    del trainer._generate_and_score_completions
+    return losses
+
+
+def measure(trainer, rollouts: list, pack: bool, budget: int, seed: int) -> dict:
+    """The loss work of one rollout batch: old log-probs, then each step's loss and backward."""
     trainer.args.pack_prefixes = pack
     trainer.args.max_tokens_per_forward = budget
     reset_peak_rss()
@@ -78,18 +93,10 @@ def measure(trainer, rollouts: list, pack: bool, budget: int, seed: int) -> dict
     started = time.perf_counter()
     batch = trainer._batch_from_rollouts(rollouts, "train")
     old_seconds = time.perf_counter() - started
-    trainer._generate_and_score_completions = lambda inputs: dict(batch)
-    torch.manual_seed(seed)  # the same shuffle for both ways
-    losses = []
-    for trainer._step in range(trainer.args.steps_per_generation):
-        part = trainer._prepare_inputs(None)
-        loss = trainer.compute_loss(trainer.model, part)
-        trainer.accelerator.backward(loss)
-        losses.append(loss.item())
+    losses = optimizer_step_losses(trainer, batch, seed)
     seconds = time.perf_counter() - started
     trainer.model.zero_grad()
     hook.remove()
-    del trainer._generate_and_score_completions
     return {
         "pack_prefixes": pack,
         "budget": budget,
