@@ -41,32 +41,37 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from ..agents.answers import extract_answer
 from ..agents.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, add_usage, call_model, positive_int
 from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.loading import context_window
-from ..agents.prompts import FinalPromptStyle, answer_template
+from ..agents.prompts import FinalPromptStyle
 from ..agents.tokenizers import TokenCodec, encode_long, optional_tokenizer
-from .memory_bank import MemoryBank
+from .memory_bank import SUMER_CONTEXT, MemoryBank
 from .memory_index import MemoryGroup
+from .sumer_prompts import (
+    SEARCH_TOOL,
+    SUBMIT_TOOL,
+    SUMER_FORCED_ANSWER_TEMPLATE,
+    SUMER_FORCED_SUBMIT_TEMPLATE,
+    SearchMemoryArgs,
+    SearchMode,
+    SubmitAnswerArgs,
+    sumer_system_prompt,
+    sumer_tools,
+)
 
 
-SearchMode = Literal["semantic", "keyword"]
 ToolChoice = Literal["auto", "required"]
 ForcedAnswerCall = Literal["text", "submit"]
 StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
 
-SEARCH_TOOL = "search_memory"
-SUBMIT_TOOL = "submit_answer"
-# Largest k one search may ask for: 20 groups of 5 messages already fill a small window.
-MAX_SEARCH_K = 20
 # Without a tokenizer, text is counted at this many characters per token until the model
 # reports usage (a common rule of thumb for English with BPE tokenizers).
 CHARS_PER_TOKEN = 4
@@ -74,67 +79,6 @@ CHARS_PER_TOKEN = 4
 _NO_ROOM: dict[str, Any] = {"answer": None, "forced_answer": False}
 # Graph steps outside the turn loop: input, ingest, force_answer, and slack.
 _FIXED_STEPS = 5
-
-
-class SearchMemoryArgs(BaseModel):
-    """Search the memory of the conversation. Returns the matching messages, each with the 2 messages before and after it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: str | list[str] = Field(
-        description="semantic mode: a question or phrase in natural language; "
-        "keyword mode: words that must all appear in a message (a list, or one string of space-separated words)"
-    )
-    mode: SearchMode = Field(
-        "semantic",
-        description="'semantic' finds messages similar in meaning to the query; "
-        "'keyword' finds messages containing every keyword (in the text, speaker, date or message id)",
-    )
-    speaker: str | None = Field(None, description="only messages said by this speaker")
-    session: int | None = Field(None, description="only messages of this session number")
-    k: int = Field(5, ge=1, le=MAX_SEARCH_K, description="how many matches to return")
-
-
-class SubmitAnswerArgs(BaseModel):
-    """Submit the final answer to the question. This ends the search."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    answer: str = Field(description="the answer, as short as possible (a name, date, number or short phrase)")
-
-    @field_validator("answer", mode="before")
-    @classmethod
-    def _scalar_as_text(cls, value: Any) -> Any:
-        # Small models often submit a bare number or year; that is still an answer.
-        return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
-
-
-def _tool_schema(name: str, args: type[BaseModel]) -> dict[str, Any]:
-    schema = convert_to_openai_tool(args)
-    schema["function"]["name"] = name
-    return schema
-
-
-SUMER_TOOLS: list[dict[str, Any]] = [_tool_schema(SEARCH_TOOL, SearchMemoryArgs), _tool_schema(SUBMIT_TOOL, SubmitAnswerArgs)]
-
-SUMER_SYSTEM_PROMPT = """You answer a question about {source} that you cannot see. It is stored in a memory bank of {items}; search it with the tools, then answer.
-
-Tools:
-- search_memory(query, mode, speaker, session, k): mode "semantic" finds messages similar in meaning to a natural-language query; mode "keyword" finds messages that contain every keyword (names, places, dates, rare words work best). Filter by speaker or session when the question names them. Each match comes with the {context} messages before and after it, with its session and date.
-- submit_answer(answer): give the final, short answer. This ends the episode.
-
-Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. Search until you have the evidence, rewording or switching mode when a search finds nothing, then call submit_answer. Answer from the memory, not from guesses; give dates as the memory states them.{overview}"""
-
-# The answer at the turn cap: MemAgent's final prompt over what the searches found ({source} is
-# filled with "the conversation" or "the document").
-SUMER_FORCED_ANSWER_TEMPLATE = answer_template(material="memory found by searching {source}. You cannot search any more", based_on="the memory found")
-# The same prompt asking for a submit_answer call instead of a boxed reply: the embedded 135M model
-# boxed none of 24 answers given the evidence turn alone, though 17 named the answer in prose.
-SUMER_FORCED_SUBMIT_TEMPLATE = (
-    "You are presented with a problem and memory found by searching {source}. You cannot search any more. "
-    f"Please answer the problem based on the memory found by calling {SUBMIT_TOOL} with a short answer.\n\n"
-    "<problem> \n{prompt}\n</problem>\n\n<memory>\n{memory}\n</memory>\n"
-)
 
 
 class SearchRecord(TypedDict):
@@ -255,12 +199,13 @@ class _SumerSteps:
         tool_choice: ToolChoice,
     ):
         self.model = model
+        tools = sumer_tools(bank.context)
         try:
-            self.agent_model = model.bind_tools(SUMER_TOOLS, tool_choice=tool_choice).bind(max_tokens=turn_tokens)
+            self.agent_model = model.bind_tools(tools, tool_choice=tool_choice).bind(max_tokens=turn_tokens)
         except NotImplementedError as error:
             raise TypeError(f"SUMER needs a chat model with tool calling: {type(model).__name__}.bind_tools is not implemented") from error
         if forced_answer_call == "submit":
-            self.answer_model = model.bind_tools([SUMER_TOOLS[1]], tool_choice="required").bind(max_tokens=turn_tokens)
+            self.answer_model = model.bind_tools([tools[1]], tool_choice="required").bind(max_tokens=turn_tokens)
         else:
             self.answer_model = model.bind(max_tokens=answer_tokens)
         self.bank = bank
@@ -271,12 +216,12 @@ class _SumerSteps:
         self.force_answer = force_answer
         self.chunk_tokens = chunk_tokens
         self.final_prompt = final_prompt
-        self.tools_tokens = self.count(json.dumps(SUMER_TOOLS))
+        self.tools_tokens = self.count(json.dumps(tools))
         submit = forced_answer_call == "submit"
         self.forced_answer_call = forced_answer_call
         self.forced_template = SUMER_FORCED_SUBMIT_TEMPLATE if submit else SUMER_FORCED_ANSWER_TEMPLATE
         # A submit call's prompt also carries the submit tool's schema: counted once, here.
-        self.forced_tools_tokens = self.count(json.dumps(SUMER_TOOLS[1])) if submit else 0
+        self.forced_tools_tokens = self.count(json.dumps(tools[1])) if submit else 0
 
     # counting ------------------------------------------------------------------------------
     def count(self, text: str) -> int:
@@ -314,7 +259,7 @@ class _SumerSteps:
         else:
             self.bank.ingest_document(document, conversation_id=conversation_id, chunk_tokens=self.chunk_tokens, tokenizer=self.codec)
             source, items, overview = "a long document", "its passages (there are no speakers or sessions)", ""
-        system = SUMER_SYSTEM_PROMPT.format(
+        system = sumer_system_prompt(
             source=source,
             items=items,
             max_parallel_calls=self.max_parallel_calls,
@@ -570,6 +515,7 @@ def build_sumer_graph(
     bank: MemoryBank | None = None,
     store: BaseStore | None = None,
     embeddings: Embeddings | None = None,
+    search_context: int | None = None,
     max_turns: int = 20,
     max_parallel_calls: int = 5,
     max_context_tokens: int | None = None,
@@ -598,6 +544,8 @@ def build_sumer_graph(
         store: LangGraph store for the default bank (default: an in-memory store).
         embeddings: LangChain ``Embeddings`` for the default bank (default: the embedded
             all-MiniLM-L6-v2).
+        search_context: messages shown before and after each search hit (default: the bank's;
+            SUMER: 2); the tool's description and the system prompt say how many.
         max_turns: assistant turns before the episode is cut (SUMER: 20); 0 answers at once
             (the forced answer, over the input's ``found`` replies).
         max_parallel_calls: tool calls run per turn (SUMER: 5); later calls of the same
@@ -644,6 +592,8 @@ def build_sumer_graph(
         ('submitted', True)
     """
     max_turns = positive_int("max_turns", max_turns, minimum=0)
+    if search_context is not None:
+        search_context = positive_int("search_context", search_context, minimum=0)
     max_parallel_calls = positive_int("max_parallel_calls", max_parallel_calls)
     turn_tokens = positive_int("turn_tokens", turn_tokens)
     answer_tokens = positive_int("answer_tokens", answer_tokens)
@@ -663,9 +613,11 @@ def build_sumer_graph(
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"SUMER needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if bank is None:
-        bank = MemoryBank(store, embeddings=embeddings)
+        bank = MemoryBank(store, embeddings=embeddings, context=SUMER_CONTEXT if search_context is None else search_context)
     elif store is not None or embeddings is not None:
         raise ValueError("pass either bank= or store=/embeddings= (which build the default bank), not both")
+    elif search_context not in (None, bank.context):
+        raise ValueError(f"search_context={search_context!r} differs from the given bank's context={bank.context}: set it on the bank")
     steps = _SumerSteps(
         model,
         bank,

@@ -67,11 +67,11 @@ TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_r
 # Config fields the held-out evaluation depends on, and those that only shape training.
 CONFIG_KEYS = (
     "task", "target_tokens", "num_keys", "gold_position", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature",
-    "graph", "tool_choice", "max_turns", "turn_tokens", "max_context_tokens", "forced_answer_call", "sumer_require_submit",
+    "graph", "tool_choice", "max_turns", "turn_tokens", "max_context_tokens", "forced_answer_call", "sumer_require_submit", "search_context",
 )
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
-    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory",
+    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "init_adapter",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 LOGGED = ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)
@@ -214,7 +214,7 @@ def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir:
     """Train every phase (resuming from checkpoints); the trained policy, its log and the phases."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config, training_dataset
+    from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config, policy_to_train, training_dataset
     from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
     base = ["--preset", args.preset, "--output_dir", str(output_dir), *trainer_args]
@@ -227,9 +227,9 @@ def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir:
         ran = None
         # A checkpoint at max_steps means the phase is done: transformers' Trainer would still train one step.
         if last is None or int(last.rsplit("-", 1)[1]) < config.max_steps:
+            policy, peft_config = policy_to_train(model if number == 0 else load_policy(config)[0], config)
             ran = MultiConvGRPOTrainer(
-                model if number == 0 else load_policy(config)[0], args=config, train_dataset=training_dataset(config, tokenizer),
-                processing_class=tokenizer, peft_config=lora_config(config),
+                policy, args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer, peft_config=peft_config,
             )
             ran.train(resume_from_checkpoint=last)
         phases.append({"temperature": config.temperature, "max_steps": config.max_steps, "train_seconds": _train_seconds(ran) if ran else None})

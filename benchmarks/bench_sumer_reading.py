@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from langgraph_memagent.agents.local_model import LocalChatModel
     from langgraph_memagent.baselines import load_embeddings
-    from langgraph_memagent.baselines.sumer import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS, SubmitAnswerArgs
+    from langgraph_memagent.baselines.sumer_prompts import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS, SubmitAnswerArgs
     from langgraph_memagent.evals.locomo_scoring import f1
     from langgraph_memagent.training.data import conversation_records
     from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain

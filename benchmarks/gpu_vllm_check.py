@@ -103,7 +103,7 @@ def _memagent(model: Any, tokenizer: Any, samples: list[Any], concurrency: int) 
 
 
 def _check_calls(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    from langgraph_memagent.baselines.sumer import SEARCH_TOOL, SUBMIT_TOOL, SearchMemoryArgs, SubmitAnswerArgs
+    from langgraph_memagent.baselines.sumer_prompts import SEARCH_TOOL, SUBMIT_TOOL, SearchMemoryArgs, SubmitAnswerArgs
 
     schemas = {SEARCH_TOOL: SearchMemoryArgs, SUBMIT_TOOL: SubmitAnswerArgs}
     valid, problems = 0, []
@@ -117,7 +117,7 @@ def _check_calls(calls: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _forced_tools(model: Any, samples: list[Any], tool_choice: str, max_tokens: int = 96) -> dict[str, Any]:
-    from langgraph_memagent.baselines.sumer import SUMER_TOOLS
+    from langgraph_memagent.baselines.sumer_prompts import SUMER_TOOLS
 
     bound = model.bind_tools(SUMER_TOOLS, tool_choice=tool_choice).bind(max_tokens=max_tokens)
     prompts = [f"Use the tools to answer: {s.question}" for s in samples]

@@ -55,6 +55,9 @@ class GraphOptions:
     memory_item_tokens: int | None = field(
         default=None, metadata={"help": "SUMER, AgeMem and LangMem: tokens per stored document piece (default: SUMER 200, AgeMem and LangMem 512)."}
     )
+    search_context: int | None = field(
+        default=None, metadata={"help": "SUMER: messages shown before and after each search hit (SUMER paper: 2)."}
+    )
     max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
     tool_choice: str = field(
         default="auto",
@@ -222,7 +225,7 @@ def _sumer(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_
         tokenizer=tokenizer, final_prompt=options.final_prompt, tool_choice=options.tool_choice,
         forced_answer_call=options.forced_answer_call,
         **_given(max_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
-                 chunk_tokens=options.memory_item_tokens),
+                 chunk_tokens=options.memory_item_tokens, search_context=options.search_context),
         **graph_kwargs,
     )
 

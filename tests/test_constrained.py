@@ -221,7 +221,7 @@ def test_the_longest_admissible_forced_call_closes_within_the_token_limit(gramma
     strings and integers) is accepted and ends, with its end token, within ``max_tokens``."""
     from langgraph_memagent.agents.constrained import token_counter
     from langgraph_memagent.baselines.agemem.tools import agemem_tools
-    from langgraph_memagent.baselines.sumer import SUMER_TOOLS
+    from langgraph_memagent.baselines.sumer_prompts import SUMER_TOOLS
 
     tokenizer, grammars = grammar_tokenizer
     tools = {"sumer": SUMER_TOOLS, "agemem": agemem_tools(), "lists": [LIST_TOOL]}[tool_set]

@@ -14,7 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from scripted_model import ScriptedChatModel, ScriptedToolModel, tool_call
 
 from langgraph_memagent.baselines.memory_bank import MemoryBank
-from langgraph_memagent.baselines.sumer import CHARS_PER_TOKEN, SUMER_TOOLS, build_sumer_graph, conversation_key
+from langgraph_memagent.baselines.sumer import CHARS_PER_TOKEN, build_sumer_graph, conversation_key
+from langgraph_memagent.baselines.sumer_prompts import SUMER_TOOLS, sumer_tools
 from langgraph_memagent.evals.loaders import load_locomo
 from langgraph_memagent.evals.scoring import score
 from langgraph_memagent.agents.calls import ModelCallError
@@ -104,6 +105,7 @@ def test_search_then_submit(mode):
     first, second = model.calls
     assert isinstance(first[0], SystemMessage) and "Speakers: Ann, Bob." in first[0].content
     assert "Sessions: 1 to 2 (1 May 2023 to 9 May 2023)." in first[0].content
+    assert "Each match comes with the 2 messages before and after it, with its session and date." in first[0].content
     assert isinstance(first[1], HumanMessage) and first[1].content == f"Question: {QUESTION}"
     [reply] = last_tool_replies(second)
     # The hit comes with its neighbours: 2 before and 2 after it.
@@ -131,6 +133,23 @@ def test_tools_offered_to_the_model():
     search = tools[0]["function"]["parameters"]
     assert search["required"] == ["query"] and search["properties"]["mode"]["enum"] == ["semantic", "keyword"]
     assert search["properties"]["k"]["maximum"] == 20
+
+
+def test_hits_without_neighbours_and_the_model_is_told_so():
+    from langgraph_memagent.graphs.registry import GraphOptions, build_graph
+
+    model = ScriptedToolModel(responder=cat_finder)
+    graph = build_graph("sumer", model, GraphOptions(search_context=0), None)  # the trainer's and CLI's path
+    assert run(graph, conversation_input())["answer"] == "Mochi"
+    first, second = model.calls
+    [reply] = last_tool_replies(second)
+    assert [line.split("]")[0] for line in reply.content.splitlines() if line.startswith(("> ", "  "))] == [
+        "> [D1:3 | session 1 | 1 May 2023 | Ann"
+    ]
+    assert "Each match comes with its session and date." in first[0].content
+    tools = sumer_tools(0)
+    assert tools[0]["function"]["description"] == "Search the memory of the conversation. Returns the matching messages."
+    assert tools[0]["function"]["parameters"] == SUMER_TOOLS[0]["function"]["parameters"] and tools[1] == SUMER_TOOLS[1]
 
 
 def always_search(messages, tools):
@@ -419,6 +438,10 @@ def test_bad_inputs_and_options_are_clear_errors():
         build_sumer_graph(ScriptedToolModel(responder=cat_finder), bank=fresh_bank(), max_turns=-1)
     with pytest.raises(ValueError, match="not both"):
         build_sumer_graph(ScriptedToolModel(responder=cat_finder), bank=fresh_bank(), embeddings=DeterministicFakeEmbedding(size=4))
+    with pytest.raises(ValueError, match="search_context must be an integer >= 0, got -1"):
+        build_sumer_graph(ScriptedToolModel(responder=cat_finder), search_context=-1)
+    with pytest.raises(ValueError, match="search_context=0 differs from the given bank's context=2: set it on the bank"):
+        build_sumer_graph(ScriptedToolModel(responder=cat_finder), bank=fresh_bank(), search_context=0)
     with pytest.raises(TypeError, match="bind_tools"):
         build_sumer_graph(ScriptedChatModel(responder=str), bank=fresh_bank())
 

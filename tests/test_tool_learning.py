@@ -278,3 +278,36 @@ def test_reading_curriculum_is_checked_before_anything_loads(tmp_path):
         parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--forced_answer_call", "submit", "--reading_memory", "question k=0"])
     with pytest.raises(ValueError, match="reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph 'sumer' and forced_answer_call 'text'"):
         parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--reading_memory", "evidence"])
+
+
+def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from langgraph_memagent.training.grpo_multiconv import policy_to_train
+    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
+
+    rows = Dataset.from_list(conversation_records(2, seed=4))
+    settings = dict(graph="sumer", reward_metric="f1", turn_tokens=48, answer_tokens=4, tool_choice="required", forced_answer_call="submit",
+                    sumer_require_submit=False, reading_memory="evidence", finetuning="lora", lora_r=4, lora_alpha=8)
+    first = make_trainer(tiny_model_dir, rows, tiny_config(tmp_path / "one", **settings))
+    first.train()
+    first.save_model(str(tmp_path / "stage-one"))
+    saved = {name: value.clone() for name, value in first.model.named_parameters() if "lora_B" in name}
+    assert any(value.abs().sum() > 0 for value in saved.values())  # the first stage moved its adapter
+
+    config = tiny_config(tmp_path / "two", **settings, init_adapter=str(tmp_path / "stage-one"), search_context=0)
+    policy, peft_config = policy_to_train(AutoModelForCausalLM.from_pretrained(tiny_model_dir), config)
+    assert peft_config is None
+    started = {name: value for name, value in policy.named_parameters() if "lora_B" in name}
+    assert started.keys() == saved.keys() and all(torch.equal(started[name], saved[name]) and started[name].requires_grad for name in saved)
+    second = MultiConvGRPOTrainer(policy, args=config, train_dataset=rows, processing_class=first.processing_class)
+    second.train()
+    assert any(not torch.equal(value, saved[name]) for name, value in second.model.named_parameters() if name in saved)
+
+
+def test_a_start_adapter_is_checked_before_anything_loads(tmp_path):
+    with pytest.raises(ValueError, match=r"init_adapter must be a saved LoRA adapter directory .* got '/nonexistent' with finetuning 'lora'"):
+        parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--init_adapter", "/nonexistent"])
+    with pytest.raises(ValueError, match="search_context must be >= 0 \\(0 = the hits alone\\), got -1"):
+        parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--search_context", "-1"])

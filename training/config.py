@@ -121,6 +121,11 @@ class MultiConvGRPOConfig(GRPOConfig):
     lora_target_modules: str = field(
         default="all-linear", metadata={"help": "Comma-separated module names or 'all-linear' (never lm_head)."}
     )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={"help": "A saved LoRA adapter directory to start from (a curriculum's earlier stage); its LoRA settings "
+                  "replace lora_*. Unset: a fresh adapter."},
+    )
 
     # Graph ---------------------------------------------------------------------------
     graph: str = field(
@@ -150,6 +155,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     )
     max_turns: int = field(default=20, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20)."})
     max_parallel_calls: int = graph_option("max_parallel_calls")
+    search_context: int | None = graph_option("search_context")
     agemem_turns_per_message: int = graph_option("agemem_turns_per_message")
     agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
     agemem_distractor_messages: int = graph_option("agemem_distractor_messages")
@@ -331,6 +337,8 @@ class MultiConvGRPOConfig(GRPOConfig):
             value = getattr(self, name)
             if value is not None and value < 1:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
+        if self.search_context is not None and self.search_context < 0:
+            problems.append(f"search_context must be >= 0 (0 = the hits alone), got {self.search_context!r}")
         non_negative = {
             "agemem_distractor_messages": "",
             "dynamic_sampling_rounds": " (0 = off)",
@@ -377,6 +385,11 @@ class MultiConvGRPOConfig(GRPOConfig):
             problems.append(f"key_pool must be one of {list(KEY_POOLS)} with a NIAH task, got {self.key_pool!r} with task {self.task!r}")
         if self.gold_position is not None and (self.gold_position != "balanced" or self.task != "niah_multikey_1"):
             problems.append(f"gold_position must be 'balanced' with task 'niah_multikey_1', got {self.gold_position!r} with task {self.task!r}")
+        if self.init_adapter is not None and not (self.use_lora and (Path(self.init_adapter) / "adapter_config.json").is_file()):
+            problems.append(
+                f"init_adapter must be a saved LoRA adapter directory (with adapter_config.json) and finetuning 'lora' or "
+                f"'auto' on CPU, got {self.init_adapter!r} with finetuning {self.finetuning!r}"
+            )
         model = self.model_name_or_path
         if model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
             problems.append(f"model_name_or_path {model!r} does not exist or is not a directory")

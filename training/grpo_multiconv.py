@@ -205,6 +205,17 @@ def lora_config(config: MultiConvGRPOConfig) -> Any:
     )
 
 
+def policy_to_train(model: Any, config: MultiConvGRPOConfig) -> tuple[Any, Any]:
+    """The model and ``peft_config`` to give the trainer: ``model`` with a fresh LoRA adapter
+    (:func:`lora_config`), or with the saved ``config.init_adapter`` made trainable (a
+    curriculum's next stage starts where the last one ended)."""
+    if config.init_adapter is None:
+        return model, lora_config(config)
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True), None
+
+
 def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[dict[str, Any]] | None = None) -> Any:
     """The training rows: ``records`` (already read from ``train_file``), ``train_file``, or generated ``task`` samples
     (RULER tasks, or LoCoMo-shaped conversations from the training entity names)."""
@@ -244,9 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     model, tokenizer = load_policy(config)
     dataset = training_dataset(config, tokenizer, records)
-    trainer = MultiConvGRPOTrainer(
-        model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=lora_config(config)
-    )
+    model, peft_config = policy_to_train(model, config)
+    trainer = MultiConvGRPOTrainer(model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=peft_config)
     trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
     trainer.save_model(config.output_dir)
     steps = [entry for entry in trainer.state.log_history if "step_time" in entry]
@@ -256,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["load_policy", "lora_config", "main", "parse_config", "training_dataset"]
+__all__ = ["load_policy", "lora_config", "main", "parse_config", "policy_to_train", "training_dataset"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -49,6 +49,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         max_turns=config.agemem_stage_turns if config.graph == "agemem" else 0 if config.reading_memory else config.max_turns,
         turn_tokens=config.turn_tokens,
         max_parallel_calls=config.max_parallel_calls,
+        search_context=config.search_context,
         agemem_turns_per_message=config.agemem_turns_per_message,
         agemem_distractor_messages=config.agemem_distractor_messages,
         embeddings_model=config.embeddings_model,
