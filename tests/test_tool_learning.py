@@ -268,8 +268,11 @@ def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tin
     # Evaluating the same config reads the same memory; the learning benchmark's held-out episodes are whole.
     given, run = [], evaluation.run_rollouts
     monkeypatch.setattr(evaluation, "run_rollouts", lambda graph, inputs, *rest, **kwargs: given.extend(inputs) or run(graph, inputs, *rest, **kwargs))
-    evaluation.evaluate_policy(trainer.model, trainer.processing_class, rows, config, temperature=0.0)
+    measured = evaluation.evaluate_policy(trainer.model, trainer.processing_class, rows, config, temperature=0.0)
     assert [len(graph_input["found"]) for graph_input in given] == [1, 1]
+    # Each rollout's answer is kept beside its reward, and survives the JSON round trip (for shortcut checks).
+    assert len(measured.answers) == 2 and all(answer is None or isinstance(answer, str) for answer in measured.answers)
+    assert evaluation.PolicyEvaluation.from_dict(json.loads(json.dumps(measured.to_dict()))) == measured
     assert graph_options(config).max_turns == 0 and graph_options(whole_episodes(config)).max_turns == config.max_turns == 20
 
 
@@ -311,3 +314,18 @@ def test_a_start_adapter_is_checked_before_anything_loads(tmp_path):
         parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--init_adapter", "/nonexistent"])
     with pytest.raises(ValueError, match="search_context must be >= 0 \\(0 = the hits alone\\), got -1"):
         parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--search_context", "-1"])
+
+
+def test_episode_benchmark_refuses_what_is_not_an_adapter_or_not_a_whole_episode(capsys, tmp_path):
+    from benchmarks.bench_sumer_episodes import main, shortcut_checks
+
+    records = [{"answers": ["No"]}, {"answers": ["piano"]}]
+    evaluation = {"rewards": [1.0, 0.5], "measures": [{"searches": 0}, {"searches": 2}], "answers": ["no", "the piano"]}
+    assert shortcut_checks(records, evaluation) == {"yes_no_questions": 1, "f1_without_yes_no": 50.0, "scoring_answers_without_search": 1}
+    with pytest.raises(SystemExit):
+        main(["--adapters", str(tmp_path)])
+    assert f"--adapters must be saved LoRA adapter directories (with adapter_config.json), got ['{tmp_path}']" in capsys.readouterr().err
+    (tmp_path / "adapter_config.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        main(["--adapters", str(tmp_path), "--", "--forced_answer_call", "submit", "--reading_memory", "evidence"])
+    assert "episodes are whole: drop --reading_memory 'evidence'" in capsys.readouterr().err.splitlines()[-1]

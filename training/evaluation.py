@@ -45,6 +45,8 @@ class PolicyEvaluation:
     """Wall time of the rollouts."""
     measures: list[dict[str, Any]] = field(default_factory=list)
     """Per rollout, in ``rewards``' order: tool use and reward parts (:func:`training.tool_use.tool_use_measures`)."""
+    answers: list[str | None] = field(default_factory=list)
+    """Per rollout, in ``rewards``' order: the graph's answer (``None``: none given), for shortcut checks."""
 
     @property
     def accuracy(self) -> float:
@@ -59,7 +61,10 @@ class PolicyEvaluation:
     @classmethod
     def from_dict(cls, fields: dict[str, Any]) -> PolicyEvaluation:
         """The evaluation :meth:`to_dict` wrote (its derived fields are recomputed, not read)."""
-        return cls(fields["temperature"], fields["rollouts_per_question"], fields["rewards"], fields["seconds"], fields.get("measures", []))
+        return cls(
+            fields["temperature"], fields["rollouts_per_question"], fields["rewards"], fields["seconds"], fields.get("measures", []),
+            fields.get("answers", []),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, with ``accuracy``."""
@@ -188,7 +193,8 @@ def evaluate_policy(
         )
     score_rollouts(rollouts, rows, reward_fn or default_reward(config))
     return PolicyEvaluation(
-        temperature, rollouts_per_question, [r.reward for r in rollouts], time.perf_counter() - started, [r.measures for r in rollouts]
+        temperature, rollouts_per_question, [r.reward for r in rollouts], time.perf_counter() - started, [r.measures for r in rollouts],
+        [r.output.get("answer") for r in rollouts],
     )
 
 

@@ -1,0 +1,114 @@
+"""Whole held-out SUMER episodes, greedy, for the untrained policy and trained adapters side by side.
+
+Each policy answers the same held-out generated conversations (``bench_learning``'s split,
+names no training conversation uses) through the whole graph: searches, then ``submit_answer``.
+For each adapter it reports the change from the untrained policy, paired by question with its
+standard error, of the answer F1 (SUMER's judge-free stand-in for J x F1), evidence recall of
+the searches, searches, submit rate and valid-call rate, and two shortcut checks: F1 without
+the yes/no questions (a constant "No" scores on those) and answers given without any search.
+Every answer is kept in the results file. It is the ablation of a curriculum: is the gain the
+last stage's, or the earlier adapter's under the same graph settings?
+
+    python -m benchmarks.bench_sumer_episodes --split dev --questions 16 \\
+        --adapters runs/sumer-read1 runs/sumer-stage2 -- --search_context 0 --max_context_tokens 6144 \\
+        --forced_answer_call submit --sumer_require_submit false
+
+Options after ``--`` are the trainer's (``cpu-sumer`` preset first), so the graph is the one a
+training run evaluates. Results: ``benchmarks/results/<--name>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ._common import OtherLoad, write_result
+from .bench_learning import SPLITS, held_out_records, tool_use
+
+NAME = "bench_sumer_episodes"
+YES_NO = {"yes", "no"}
+
+
+def shortcut_checks(records: list[dict], evaluation: dict[str, Any]) -> dict[str, Any]:
+    """F1 in points without the yes/no questions, and how many answers came without a search.
+
+    >>> records = [{"answers": ["No"]}, {"answers": ["piano"]}]
+    >>> evaluation = {"rewards": [1.0, 0.5], "measures": [{"searches": 0}, {"searches": 2}], "answers": ["no", "the piano"]}
+    >>> shortcut_checks(records, evaluation)
+    {'yes_no_questions': 1, 'f1_without_yes_no': 50.0, 'scoring_answers_without_search': 1}
+    """
+    kept = [reward for record, reward in zip(records, evaluation["rewards"]) if record["answers"][0].lower() not in YES_NO]
+    unsearched = sum(reward > 0 and measures["searches"] == 0 for reward, measures in zip(evaluation["rewards"], evaluation["measures"]))
+    return {
+        "yes_no_questions": len(records) - len(kept),
+        "f1_without_yes_no": 100.0 * sum(kept) / len(kept) if kept else None,
+        "scoring_answers_without_search": unsearched,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out questions, as in bench_learning (default: %(default)s)")
+    parser.add_argument("--questions", type=int, default=16, help="held-out questions (default: %(default)s)")
+    parser.add_argument("--adapters", nargs="+", type=Path, required=True, help="trained LoRA adapter directories to compare")
+    parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
+    parser.add_argument("trainer_args", nargs="*", help="trainer options after --, on top of the cpu-sumer preset")
+    args = parser.parse_args(argv)
+    if args.questions < 2:
+        parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
+    if not args.name.replace("_", "").replace("-", "").isalnum():
+        parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
+    missing = [str(path) for path in args.adapters if not (path / "adapter_config.json").is_file()]
+    if missing:
+        parser.error(f"--adapters must be saved LoRA adapter directories (with adapter_config.json), got {missing}")
+    from langgraph_memagent.training.evaluation import evaluate_policy
+    from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
+    from langgraph_memagent.training.rollout_graphs import default_reward
+
+    try:
+        config = parse_config(["--preset", "cpu-sumer", "--output_dir", tempfile.mkdtemp(prefix="sumer-episodes-"), *args.trainer_args])
+    except ValueError as error:
+        parser.error(str(error))
+    if config.reading_memory:
+        parser.error(f"episodes are whole: drop --reading_memory {config.reading_memory!r}")
+    load = OtherLoad()
+    model, tokenizer = load_policy(config)
+    records = held_out_records(config, tokenizer, args.split, args.questions)
+    reward = default_reward(config, shaped=False)
+
+    def measure(policy: Any, name: str) -> dict[str, Any]:
+        print(f"{name}:", flush=True)
+        evaluation = evaluate_policy(policy, tokenizer, records, config, temperature=0.0, reward_fn=reward, progress=True).to_dict()
+        return {"greedy": evaluation, "shortcuts": shortcut_checks(records, evaluation)}
+
+    policies = {"untrained": measure(model, "untrained")}
+    from peft import PeftModel
+
+    for path in args.adapters:
+        policies[str(path)] = measure(PeftModel.from_pretrained(load_policy(config)[0], str(path)), str(path))
+    untrained = policies["untrained"]
+    for name, result in policies.items():
+        if name != "untrained":
+            result["changes"] = tool_use({"greedy": untrained["greedy"]}, {"greedy": result["greedy"]})["greedy"]
+    settings = {"split": args.split, "questions": args.questions, "trainer_args": args.trainer_args}
+    write_result(args.name, {"settings": settings, "questions": [r["question"] for r in records], "gold": [r["answers"] for r in records],
+                             "policies": policies, "other_cpu_cores": load.cores()})
+    for name, result in policies.items():
+        shortcuts = result["shortcuts"]
+        line = f"{name}: greedy F1 {result['greedy']['accuracy']:.1f}"
+        if "changes" in result:
+            change = result["changes"]
+            line += (f" ({100 * change['f1']['change']:+.1f} ± {100 * change['f1']['standard_error']:.1f}), evidence recall "
+                     f"{100 * change['evidence_recall']['after']:.1f}% ({100 * change['evidence_recall']['change']:+.1f} ± "
+                     f"{100 * change['evidence_recall']['standard_error']:.1f})")
+        without = shortcuts["f1_without_yes_no"]
+        print(f"{line}; without the {shortcuts['yes_no_questions']} yes/no questions {without:.1f}; "
+              f"scoring answers without a search {shortcuts['scoring_answers_without_search']}")
+    print(f"other load {load.cores():.2f} cores")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
