@@ -284,29 +284,37 @@ def test_reading_curriculum_is_checked_before_anything_loads(tmp_path):
 
 
 def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, tmp_path):
+    import itertools
+
     import torch
-    from transformers import AutoModelForCausalLM
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from langgraph_memagent.training.grpo_multiconv import policy_to_train
     from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
-    rows = Dataset.from_list(conversation_records(2, seed=4))
-    settings = dict(graph="sumer", reward_metric="f1", turn_tokens=48, answer_tokens=4, tool_choice="required", forced_answer_call="submit",
-                    sumer_require_submit=False, reading_memory="evidence", finetuning="lora", lora_r=4, lora_alpha=8)
-    first = make_trainer(tiny_model_dir, rows, tiny_config(tmp_path / "one", **settings))
-    first.train()
-    first.save_model(str(tmp_path / "stage-one"))
-    saved = {name: value.clone() for name, value in first.model.named_parameters() if "lora_B" in name}
-    assert any(value.abs().sum() > 0 for value in saved.values())  # the first stage moved its adapter
+    # The earlier stage's adapter, with non-zero weights (a fresh LoRA's B is zero).
+    torch.manual_seed(0)
+    earlier = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+                             LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM", init_lora_weights=False))
+    earlier.save_pretrained(tmp_path / "stage-one")
+    saved = {name: value.detach().clone() for name, value in earlier.named_parameters() if "lora_B" in name}
+    assert saved and all(value.abs().sum() > 0 for value in saved.values())
 
-    config = tiny_config(tmp_path / "two", **settings, init_adapter=str(tmp_path / "stage-one"), search_context=0)
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", turn_tokens=48, answer_tokens=4, tool_choice="required",
+                         forced_answer_call="submit", sumer_require_submit=False, reading_memory="evidence", finetuning="lora",
+                         init_adapter=str(tmp_path / "stage-one"))
     policy, peft_config = policy_to_train(AutoModelForCausalLM.from_pretrained(tiny_model_dir), config)
     assert peft_config is None
     started = {name: value for name, value in policy.named_parameters() if "lora_B" in name}
     assert started.keys() == saved.keys() and all(torch.equal(started[name], saved[name]) and started[name].requires_grad for name in saved)
-    second = MultiConvGRPOTrainer(policy, args=config, train_dataset=rows, processing_class=first.processing_class)
-    second.train()
-    assert any(not torch.equal(value, saved[name]) for name, value in second.model.named_parameters() if name in saved)
+    # Rewards 0, 1, 2, 0 in scoring order: both groups of two have a spread, whatever their order, so the step has a gradient.
+    counter = itertools.count()
+    trainer = MultiConvGRPOTrainer(policy, args=config, train_dataset=Dataset.from_list(conversation_records(2, seed=4)),
+                                   processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+                                   reward_fn=lambda output, sample: float(next(counter) % 3))
+    trainer.train()
+    assert any(not torch.equal(value, saved[name]) for name, value in trainer.model.named_parameters() if name in saved)
 
 
 def test_a_start_adapter_is_checked_before_anything_loads(tmp_path):
