@@ -69,16 +69,17 @@ def _tool_schema(name: str, args: type[BaseModel]) -> dict[str, Any]:
 
 
 def _neighbours(context: int) -> str:
-    """How many messages come before and after each hit, as the tool's description says it."""
+    """What comes with each hit besides itself, as the prompts say it ("" for none)."""
     if context == 0:
         return ""
-    return f", each with the {'message' if context == 1 else f'{context} messages'} before and after it"
+    return f" with the {'message' if context == 1 else f'{context} messages'} before and after it"
 
 
 def sumer_tools(context: int = SUMER_CONTEXT) -> list[dict[str, Any]]:
     """The OpenAI-format schemas of ``search_memory`` and ``submit_answer`` for a bank showing ``context`` neighbours."""
     search = _tool_schema(SEARCH_TOOL, SearchMemoryArgs)
-    search["function"]["description"] = f"Search the memory of the conversation. Returns the matching messages{_neighbours(context)}."
+    each = f", each{_neighbours(context)}" if context else ""
+    search["function"]["description"] = f"Search the memory of the conversation. Returns the matching messages{each}."
     return [search, _tool_schema(SUBMIT_TOOL, SubmitAnswerArgs)]
 
 
@@ -95,7 +96,7 @@ Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. S
 
 def sumer_system_prompt(*, source: str, items: str, context: int, max_parallel_calls: int, max_turns: int, overview: str) -> str:
     """SUMER's system prompt for a bank of ``items`` from ``source`` showing ``context`` neighbours per hit."""
-    neighbours = _neighbours(context).replace(", each", "", 1) + "," if context else ""
+    neighbours = _neighbours(context) + "," if context else ""
     return _SYSTEM_PROMPT.format(
         source=source, items=items, neighbours=neighbours, max_parallel_calls=max_parallel_calls, max_turns=max_turns, overview=overview
     )
