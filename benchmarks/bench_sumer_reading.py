@@ -9,7 +9,9 @@ one of these ways and rendered exactly as the search tool replies:
 * ``evidence``: the evidence messages alone, with no neighbours (a perfect search);
 * ``question k=K context=C``: the bank's semantic search with the question itself as the
   query, ``K`` hits each with ``C`` messages before and after it (``k=5 context=2`` is the
-  tool's default call).
+  tool's default call);
+* ``evidence+question k=K``: the evidence messages among that search's other hits, ``K``
+  bare lines in all, in conversation order (the reading curriculum's distractors).
 
 The policy (the untrained SmolLM2-135M of ``--preset cpu-sumer``, or with ``--adapter`` a
 trained checkpoint) then makes the forced answer of

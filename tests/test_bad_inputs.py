@@ -298,7 +298,7 @@ ROWS: list[Row] = [
     Row("trainer", "--max_turns 0", ("max_turns must be a positive integer, got 0",), trainer("--max_turns", "0")),
     Row("trainer", "--num_generations abc", ("--num_generations", "invalid int value: 'abc'"), trainer("--num_generations", "abc")),
     Row("trainer", "--forced_answer_call json", ("--forced_answer_call", "invalid choice: 'json'"), trainer("--forced_answer_call", "json")),
-    Row("trainer", "--reading_memory 'question k=0'", ("reading memory must be 'evidence' or 'question k=K context=C'", "got 'question k=0'"),
+    Row("trainer", "--reading_memory 'question k=0'", ("reading memory must be 'evidence', 'question k=K context=C' or 'evidence+question k=K'", "got 'question k=0'"),
         trainer("--preset", "cpu-sumer", "--forced_answer_call", "submit", "--reading_memory", "question k=0")),
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),

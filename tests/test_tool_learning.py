@@ -221,16 +221,24 @@ def test_a_result_named_after_a_variant_names_the_module_that_ran(monkeypatch, t
 def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(capsys, tmp_path):
     from benchmarks.bench_sumer_reading import main
     from langgraph_memagent.baselines import load_embeddings
-    from langgraph_memagent.training.reading import reading_memory
+    from langgraph_memagent.training.reading import parse_reading_memory, reading_memory
 
     record, embeddings = conversation_records(1, seed=10_000, entities="test")[0], load_embeddings()
-    memory, shown = reading_memory({}, embeddings, record, None)  # a perfect search: the evidence lines, no neighbours
+    memory, shown = reading_memory({}, embeddings, record, parse_reading_memory("evidence"))  # a perfect search: the evidence lines, no neighbours
     assert shown == record["evidence"] and memory.count("\n> [") == len(record["evidence"]) and "\n  [" not in memory
-    memory, shown = reading_memory({}, embeddings, record, (2, 1))  # the search tool's reply to the question itself
+    memory, shown = reading_memory({}, embeddings, record, parse_reading_memory("question k=2 context=1"))  # the search tool's reply to the question itself
     assert memory.startswith(f"2 matches for semantic search {record['question']!r}") and memory.count("\n> [") == 2
     assert 3 <= len(shown) <= 6 and all(f"[{turn_id} |" in memory for turn_id in shown)
+    # The evidence among the question's own hits: k bare lines, the evidence always in, in conversation order.
+    order = [turn["dia_id"] for turn in record["turns"]]
+    searched = reading_memory({}, embeddings, record, parse_reading_memory("question k=4 context=0"))[1]
+    memory, shown = reading_memory({}, embeddings, record, parse_reading_memory("evidence+question k=4"))
+    assert len(shown) == 4 and set(record["evidence"]) <= set(shown) and "\n  [" not in memory
+    assert set(shown) - set(record["evidence"]) <= set(searched) and shown == sorted(shown, key=order.index)
+    memory, shown = reading_memory({}, embeddings, record, parse_reading_memory("evidence+question k=1"))
+    assert shown == record["evidence"]
     with pytest.raises(ValueError, match=r"reading memory 'evidence' needs the row's evidence ids among its turns, got \['D99:1'\]"):
-        reading_memory({}, embeddings, {**record, "evidence": ["D99:1"]}, None)
+        reading_memory({}, embeddings, {**record, "evidence": ["D99:1"]}, parse_reading_memory("evidence"))
     with pytest.raises(SystemExit):
         main(["--settings", "evidence,question k=0 context=1"])
     assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")
@@ -277,7 +285,7 @@ def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tin
 
 
 def test_reading_curriculum_is_checked_before_anything_loads(tmp_path):
-    with pytest.raises(ValueError, match=r"reading memory must be 'evidence' or 'question k=K context=C' .* got 'question k=0'"):
+    with pytest.raises(ValueError, match=r"reading memory must be 'evidence', 'question k=K context=C' .* got 'question k=0'"):
         parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--forced_answer_call", "submit", "--reading_memory", "question k=0"])
     with pytest.raises(ValueError, match="reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph 'sumer' and forced_answer_call 'text'"):
         parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--reading_memory", "evidence"])

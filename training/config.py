@@ -218,8 +218,8 @@ class MultiConvGRPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Ours, opt-in, a reading curriculum for graph 'sumer': every rollout is the forced submit_answer call "
-            "alone, over this memory: 'evidence' (the row's evidence lines) or 'question k=K context=C' (a search with "
-            "the question). Unset: whole episodes."
+            "alone, over this memory: 'evidence' (the row's evidence lines), 'question k=K context=C' (a search with "
+            "the question) or 'evidence+question k=K' (the evidence among that search's hits, K lines). Unset: whole episodes."
         },
     )
     loss_aggregation: str = field(

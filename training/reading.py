@@ -8,7 +8,12 @@ forced ``submit_answer`` call alone (``max_turns=0``), over a memory built from 
 
 - ``"evidence"``: the evidence lines alone, as a perfect search would return them;
 - ``"question k=K context=C"``: a semantic search with the question itself, ``K`` hits
-  with ``C`` messages on either side.
+  with ``C`` messages on either side;
+- ``"evidence+question k=K"``: the evidence lines among the question's own search hits as
+  distractors, ``K`` bare lines in all (more only if the evidence has more), in conversation
+  order so that no position gives the answer away. This is RAFT's training with distractor
+  documents (Zhang et al., 2024), which teaches a reader to pick the right line out of a
+  search reply rather than copy whatever it is shown.
 
 The memory is rendered exactly as the search tool replies, so what is learnt transfers to
 the episode's own forced answer.
@@ -17,6 +22,7 @@ the episode's own forced answer.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ..baselines.memory_bank import MemoryBank
@@ -24,26 +30,39 @@ from ..baselines.memory_index import MemoryGroup, MemoryHit
 from ..baselines.sumer import conversation_key, render_results
 from ..graphs.registry import GRAPHS
 
-ReadingSetting = tuple[int, int] | None
-"""``None`` for the evidence lines, ``(k, context)`` for a search with the question."""
+
+@dataclass(frozen=True)
+class ReadingSetting:
+    """How a reading memory is built (:func:`parse_reading_memory` reads it from text)."""
+
+    evidence: bool  # the row's evidence lines are shown
+    k: int  # hits of a semantic search with the question (0: no search)
+    context: int = 0  # messages shown on either side of each search hit
 
 
 def parse_reading_memory(text: str) -> ReadingSetting:
-    """``None`` for ``evidence``; ``(k, context)`` for ``question k=K context=C``.
+    """The setting for ``evidence``, ``question k=K context=C`` or ``evidence+question k=K``.
 
-    >>> parse_reading_memory("question k=3 context=0"), parse_reading_memory("evidence")
-    ((3, 0), None)
+    >>> parse_reading_memory("evidence"), parse_reading_memory("question k=3 context=0")
+    (ReadingSetting(evidence=True, k=0, context=0), ReadingSetting(evidence=False, k=3, context=0))
+    >>> parse_reading_memory("evidence+question k=3")
+    ReadingSetting(evidence=True, k=3, context=0)
     >>> parse_reading_memory("question k=0 context=1")
     Traceback (most recent call last):
     ...
-    ValueError: reading memory must be 'evidence' or 'question k=K context=C' (K >= 1, C >= 0), got 'question k=0 context=1'
+    ValueError: reading memory must be 'evidence', 'question k=K context=C' or 'evidence+question k=K' (K >= 1, C >= 0), got 'question k=0 context=1'
     """
-    if text.split() == ["evidence"]:
-        return None
-    match = re.fullmatch(r"question k=(\d+) context=(\d+)", " ".join(text.split()))
-    if match and int(match[1]) >= 1:
-        return int(match[1]), int(match[2])
-    raise ValueError(f"reading memory must be 'evidence' or 'question k=K context=C' (K >= 1, C >= 0), got {text!r}")
+    words = " ".join(text.split())
+    if words == "evidence":
+        return ReadingSetting(evidence=True, k=0)
+    if (match := re.fullmatch(r"question k=(\d+) context=(\d+)", words)) and int(match[1]) >= 1:
+        return ReadingSetting(evidence=False, k=int(match[1]), context=int(match[2]))
+    if (match := re.fullmatch(r"evidence\+question k=(\d+)", words)) and int(match[1]) >= 1:
+        return ReadingSetting(evidence=True, k=int(match[1]))
+    raise ValueError(
+        "reading memory must be 'evidence', 'question k=K context=C' or 'evidence+question k=K' (K >= 1, C >= 0), "
+        f"got {text!r}"
+    )
 
 
 def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str, Any], setting: ReadingSetting) -> tuple[str, list[str]]:
@@ -53,20 +72,24 @@ def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str,
     embedded once per count, however many of its questions use it. ``row`` needs
     ``question`` and ``turns``, and ``evidence`` ids for the ``evidence`` setting.
     """
-    context = 0 if setting is None else setting[1]
-    if context not in banks:
-        banks[context] = MemoryBank(embeddings=embeddings, context=context)
-    bank = banks[context]
+    if setting.context not in banks:
+        banks[setting.context] = MemoryBank(embeddings=embeddings, context=setting.context)
+    bank = banks[setting.context]
     conversation = conversation_key(row["turns"], "", chunk_tokens=200)
     bank.ingest(row["turns"], conversation_id=conversation)
-    if setting is None:
-        items = {item["message_id"]: item for item in bank.items(conversation)}
-        missing = [turn_id for turn_id in row.get("evidence") or [] if turn_id not in items]
-        if missing or not row.get("evidence"):
+    groups = bank.semantic_search(row["question"], conversation_id=conversation, k=setting.k) if setting.k else []
+    if setting.evidence:
+        order = [item["message_id"] for item in bank.items(conversation)]
+        items = dict(zip(order, bank.items(conversation)))
+        evidence = row.get("evidence") or []
+        if not evidence or any(turn_id not in items for turn_id in evidence):
             raise ValueError(f"reading memory 'evidence' needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
-        groups = [MemoryGroup(MemoryHit(turn_id, items[turn_id], 1.0), [items[turn_id]]) for turn_id in row["evidence"]]
-    else:
-        groups = bank.semantic_search(row["question"], conversation_id=conversation, k=setting[0])
+        # The search's best distractors keep their places; the evidence takes the lowest ones'.
+        distractors = [group for group in groups if group.hit.item["message_id"] not in evidence]
+        kept = distractors[: max(setting.k - len(evidence), 0)]
+        groups = kept + [MemoryGroup(MemoryHit(turn_id, items[turn_id], 1.0), [items[turn_id]]) for turn_id in evidence]
+        if setting.k:
+            groups.sort(key=lambda group: order.index(group.hit.item["message_id"]))
     return render_results("semantic", row["question"], groups), [item["message_id"] for group in groups for item in group.messages]
 
 
