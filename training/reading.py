@@ -70,7 +70,7 @@ def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str,
 
     ``banks`` holds one bank per neighbour count, filled as needed: a conversation is
     embedded once per count, however many of its questions use it. ``row`` needs
-    ``question`` and ``turns``, and ``evidence`` ids for the ``evidence`` setting.
+    ``question`` and ``turns``, and ``evidence`` ids for the settings that show the evidence.
     """
     if setting.context not in banks:
         banks[setting.context] = MemoryBank(embeddings=embeddings, context=setting.context)
@@ -79,12 +79,13 @@ def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str,
     bank.ingest(row["turns"], conversation_id=conversation)
     groups = bank.semantic_search(row["question"], conversation_id=conversation, k=setting.k) if setting.k else []
     if setting.evidence:
-        order = [item["message_id"] for item in bank.items(conversation)]
-        items = dict(zip(order, bank.items(conversation)))
+        items = {item["message_id"]: item for item in bank.items(conversation)}
+        order = list(items)
         evidence = row.get("evidence") or []
         if not evidence or any(turn_id not in items for turn_id in evidence):
             raise ValueError(f"reading memory 'evidence' needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
-        # The search's best distractors keep their places; the evidence takes the lowest ones'.
+        # The best-ranked distractors stay and the evidence replaces the rest; sorting by
+        # conversation order then hides which line is which.
         distractors = [group for group in groups if group.hit.item["message_id"] not in evidence]
         kept = distractors[: max(setting.k - len(evidence), 0)]
         groups = kept + [MemoryGroup(MemoryHit(turn_id, items[turn_id], 1.0), [items[turn_id]]) for turn_id in evidence]
