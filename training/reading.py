@@ -80,7 +80,7 @@ def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str,
     groups = bank.semantic_search(row["question"], conversation_id=conversation, k=setting.k) if setting.k else []
     if setting.evidence:
         items = {item["message_id"]: item for item in bank.items(conversation)}
-        order = list(items)
+        position = {turn_id: index for index, turn_id in enumerate(items)}
         evidence = row.get("evidence") or []
         if not evidence or any(turn_id not in items for turn_id in evidence):
             raise ValueError(f"reading memory 'evidence' needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
@@ -90,7 +90,7 @@ def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str,
         kept = distractors[: max(setting.k - len(evidence), 0)]
         groups = kept + [MemoryGroup(MemoryHit(turn_id, items[turn_id], 1.0), [items[turn_id]]) for turn_id in evidence]
         if setting.k:
-            groups.sort(key=lambda group: order.index(group.hit.item["message_id"]))
+            groups.sort(key=lambda group: position[group.hit.item["message_id"]])
     return render_results("semantic", row["question"], groups), [item["message_id"] for group in groups for item in group.messages]
 
 
