@@ -70,6 +70,7 @@ from .sumer_prompts import (
 
 ToolChoice = Literal["auto", "required"]
 ForcedAnswerCall = Literal["text", "submit"]
+SearchReply = Literal["echo", "plain"]
 StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
 
 # Without a tokenizer, text is counted at this many characters per token until the model
@@ -197,8 +198,10 @@ class _SumerSteps:
         chunk_tokens: int,
         final_prompt: FinalPromptStyle,
         tool_choice: ToolChoice,
+        search_reply: SearchReply,
     ):
         self.model = model
+        self.echo_query = search_reply == "echo"
         tools = sumer_tools(bank.context)
         try:
             self.agent_model = model.bind_tools(tools, tool_choice=tool_choice).bind(max_tokens=turn_tokens)
@@ -352,7 +355,7 @@ class _SumerSteps:
             "k": request.k,
             "hits": [group.hit.item["message_id"] for group in groups],
         }
-        return render_results(request.mode, query, groups), record
+        return render_results(request.mode, query, groups, echo_query=self.echo_query), record
 
     def _submit(self, args: dict[str, Any]) -> tuple[str, str | None]:
         try:
@@ -489,14 +492,23 @@ class _SumerSteps:
         return END
 
 
-def render_results(mode: str, query: str | list[str], groups: list[MemoryGroup]) -> str:
-    """A search's tool reply: each group numbered, its hit line marked with ``>``, or advice when nothing matched."""
+def render_results(mode: str, query: str | list[str], groups: list[MemoryGroup], *, echo_query: bool = True) -> str:
+    """A search's tool reply: each group numbered, its hit line marked with ``>``, or advice when nothing matched.
+
+    The first line names the mode and the query unless ``echo_query`` is false.
+
+    >>> render_results("semantic", "dog name", [])
+    "No memories found for semantic search 'dog name'. Try other words or keyword mode."
+    >>> render_results("keyword", ["dog"], [], echo_query=False)
+    'No memories found. Try other keywords, fewer keywords or semantic mode.'
+    """
     shown = query if isinstance(query, str) else " ".join(query)
+    searched = f" for {mode} search {shown!r}" if echo_query else ""
     if not groups:
         advice = "Try other keywords, fewer keywords or semantic mode." if mode == "keyword" else "Try other words or keyword mode."
-        return f"No memories found for {mode} search {shown!r}. {advice}"
+        return f"No memories found{searched}. {advice}"
     blocks = [f"Match {number} of {len(groups)}:\n{group.render()}" for number, group in enumerate(groups, 1)]
-    return f"{len(groups)} matches for {mode} search {shown!r} (the matching line is marked with >):\n\n" + "\n\n".join(blocks)
+    return f"{len(groups)} matches{searched} (the matching line is marked with >):\n\n" + "\n\n".join(blocks)
 
 
 class SumerGraph(RecursionSizedGraph):
@@ -527,6 +539,7 @@ def build_sumer_graph(
     chunk_tokens: int = 200,
     final_prompt: FinalPromptStyle = "boxed",
     tool_choice: ToolChoice = "auto",
+    search_reply: SearchReply = "echo",
     checkpointer: BaseCheckpointSaver | None = None,
     name: str = "sumer",
 ) -> SumerGraph:
@@ -572,6 +585,10 @@ def build_sumer_graph(
         tool_choice: ``"auto"`` (SUMER: the model may answer in text, which ends the episode)
             or ``"required"`` (every turn calls a tool; on the local backends each call decodes
             under the tools' grammar, so a small model searches and submits instead of chatting).
+        search_reply: the first line of a search's reply: ``"echo"`` names the mode and the query
+            (ours; the paper does not say), ``"plain"`` gives the number of matches alone. A
+            135M policy that writes its query as a guessed answer copies an echoed query into
+            its answer instead of reading the matches.
         checkpointer: any LangGraph checkpointer (the document never enters checkpoints).
         name: graph name.
 
@@ -610,6 +627,8 @@ def build_sumer_graph(
         raise ValueError(f"tool_choice must be 'auto' or 'required', got {tool_choice!r}")
     if forced_answer_call not in ("text", "submit"):
         raise ValueError(f"forced_answer_call must be 'text' or 'submit', got {forced_answer_call!r}")
+    if search_reply not in ("echo", "plain"):
+        raise ValueError(f"search_reply must be 'echo' or 'plain', got {search_reply!r}")
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"SUMER needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if bank is None:
@@ -632,6 +651,7 @@ def build_sumer_graph(
         chunk_tokens=chunk_tokens,
         final_prompt=final_prompt,
         tool_choice=tool_choice,
+        search_reply=search_reply,
     )
     builder = StateGraph(SumerState, input_schema=SumerInput, output_schema=SumerOutput)
     builder.add_node("ingest", node(steps.ingest, steps.aingest))

@@ -68,6 +68,7 @@ TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_r
 CONFIG_KEYS = (
     "task", "target_tokens", "num_keys", "gold_position", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature",
     "graph", "tool_choice", "max_turns", "turn_tokens", "max_context_tokens", "forced_answer_call", "sumer_require_submit", "search_context",
+    "search_reply",
 )
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",

@@ -59,6 +59,12 @@ class GraphOptions:
         default=None, metadata={"help": "SUMER: messages shown before and after each search hit (SUMER paper: 2)."}
     )
     max_parallel_calls: int = field(default=5, metadata={"help": "SUMER: tool calls run per turn (SUMER paper: 5)."})
+    search_reply: str = field(
+        default="echo",
+        metadata={"help": "SUMER: a search reply's first line: 'echo' names the mode and the query (ours; the paper does not say), "
+                  "'plain' the number of matches alone (a small policy copies an echoed query into its answer).",
+                  "choices": ("echo", "plain")},
+    )
     tool_choice: str = field(
         default="auto",
         metadata={"help": "SUMER: 'auto' (SUMER paper: a turn without a call ends the episode) or 'required' (every turn calls a tool); "
@@ -223,7 +229,7 @@ def _sumer(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_
     return build_sumer_graph(
         model, embeddings=_embeddings(options), max_parallel_calls=options.max_parallel_calls, answer_tokens=options.answer_tokens,
         tokenizer=tokenizer, final_prompt=options.final_prompt, tool_choice=options.tool_choice,
-        forced_answer_call=options.forced_answer_call,
+        forced_answer_call=options.forced_answer_call, search_reply=options.search_reply,
         **_given(max_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
                  chunk_tokens=options.memory_item_tokens, search_context=options.search_context),
         **graph_kwargs,

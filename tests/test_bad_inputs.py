@@ -302,6 +302,7 @@ ROWS: list[Row] = [
         trainer("--preset", "cpu-sumer", "--forced_answer_call", "submit", "--reading_memory", "question k=0")),
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),
+    Row("trainer", "--search_reply none", ("--search_reply", "invalid choice: 'none'"), trainer("--search_reply", "none")),
     Row("trainer", "--search_context -1", ("search_context must be >= 0 (0 = the hits alone), got -1",), trainer("--search_context", "-1")),
     Row("trainer", "--top_k -1", ("top_k must be >= 0", "got -1"), trainer("--top_k", "-1")),
     Row("trainer", "--generation_kwargs the rollouts would ignore", ("generation_kwargs", "is not applied by the rollout backends"), trainer("--generation_kwargs", '{"num_beams": 2}')),

@@ -242,6 +242,24 @@ def test_forced_answer_call_is_checked():
         build_sumer_graph(ScriptedToolModel(responder=always_search), bank=fresh_bank(), forced_answer_call="json")
 
 
+@pytest.mark.parametrize("reply", ["echo", "plain"])
+def test_a_plain_search_reply_leaves_the_query_out(reply):
+    # A guessed-answer query ("a dog called Rex") must not reach the forced answer's prompt as if it were memory.
+    def guess_then_submit(messages, tools):
+        if len(tools) == 1:
+            return AIMessage("", tool_calls=[tool_call("submit_answer", "forced", answer="Mochi")])
+        return AIMessage("", tool_calls=[tool_call("search_memory", "s1", query="a dog called Rex", k=1)])
+
+    model = ScriptedToolModel(responder=guess_then_submit)
+    graph = build_sumer_graph(model, bank=fresh_bank(), max_turns=1, forced_answer_call="submit", search_reply=reply)
+    assert run(graph, conversation_input())["answer"] == "Mochi"
+    forced_prompt = model.calls[-1][0].content
+    assert ("1 matches for semantic search 'a dog called Rex' (the" in forced_prompt) == (reply == "echo")
+    assert ("1 matches (the matching line is marked with >):" in forced_prompt) == (reply == "plain")
+    with pytest.raises(ValueError, match="search_reply must be 'echo' or 'plain', got 'none'"):
+        build_sumer_graph(model, bank=fresh_bank(), search_reply="none")
+
+
 def test_turn_limit_without_forcing_records_a_missing_answer():
     model = ScriptedToolModel(responder=always_search)
     result = run(build_sumer_graph(model, bank=fresh_bank(), max_turns=2, force_answer=False), conversation_input())

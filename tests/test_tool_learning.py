@@ -17,7 +17,7 @@ from langgraph_memagent.training.data import conversation_records, load_training
 from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_measure
 from langgraph_memagent.training.grpo_multiconv import parse_config, training_dataset
 from langgraph_memagent.training.rewards import JudgeFreeSumerReward, SubmittedAnswersOnly
-from langgraph_memagent.training.rollout_graphs import default_reward, rollout_graph
+from langgraph_memagent.training.rollout_graphs import default_graph_input, default_reward, graph_options, rollout_graph
 from langgraph_memagent.training.rollouts import run_rollouts, score_rollouts
 from langgraph_memagent.training.rows import rollout_group_ids
 from langgraph_memagent.training.tool_use import EvidenceShapedReward, tool_use_measures
@@ -229,6 +229,8 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     memory, shown = reading_memory({}, embeddings, record, parse_reading_memory("question k=2 context=1"))  # the search tool's reply to the question itself
     assert memory.startswith(f"2 matches for semantic search {record['question']!r}") and memory.count("\n> [") == 2
     assert 3 <= len(shown) <= 6 and all(f"[{turn_id} |" in memory for turn_id in shown)
+    plain = reading_memory({}, embeddings, record, parse_reading_memory("question k=2 context=1"), echo_query=False)[0]
+    assert plain == memory.replace(f" for semantic search {record['question']!r}", "", 1) and record["question"] not in plain
     # The evidence among the question's own hits: k bare lines, the evidence always in, in conversation order.
     order = [turn["dia_id"] for turn in record["turns"]]
     searched = reading_memory({}, embeddings, record, parse_reading_memory("question k=4 context=0"))[1]
@@ -252,7 +254,6 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
 def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path, monkeypatch):
     from benchmarks.bench_learning import whole_episodes
     from langgraph_memagent.training import evaluation
-    from langgraph_memagent.training.rollout_graphs import graph_options
     from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
     rows = conversation_records(2, seed=4)
@@ -323,6 +324,14 @@ def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, 
                                    reward_fn=lambda output, sample: float(next(counter) % 3))
     trainer.train()
     assert any(not torch.equal(value, saved[name]) for name, value in trainer.model.named_parameters() if name in saved)
+
+
+def test_the_trainers_search_reply_reaches_the_graph_and_the_reading_memory(tmp_path):
+    config = parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--search_reply", "plain",
+                           "--forced_answer_call", "submit", "--reading_memory", "evidence"])
+    row = conversation_records(1, seed=0)[0]
+    assert graph_options(config).search_reply == "plain"
+    assert default_graph_input(config)(row)["found"][0].startswith(f"{len(row['evidence'])} matches (the matching line")
 
 
 def test_a_start_adapter_is_checked_before_anything_loads(tmp_path):

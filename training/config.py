@@ -156,6 +156,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     max_turns: int = field(default=20, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20)."})
     max_parallel_calls: int = graph_option("max_parallel_calls")
     search_context: int | None = graph_option("search_context")
+    search_reply: str = graph_option("search_reply")
     agemem_turns_per_message: int = graph_option("agemem_turns_per_message")
     agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
     agemem_distractor_messages: int = graph_option("agemem_distractor_messages")
@@ -303,6 +304,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             "loss_aggregation": ("token", "rollout"),
             "tool_choice": ("auto", "required"),
             "forced_answer_call": ("text", "submit"),
+            "search_reply": ("echo", "plain"),
             "final_prompt": ("boxed", "answer_is"),
             "graph": tuple(GRAPHS),
         }

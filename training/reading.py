@@ -65,8 +65,11 @@ def parse_reading_memory(text: str) -> ReadingSetting:
     )
 
 
-def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str, Any], setting: ReadingSetting) -> tuple[str, list[str]]:
-    """The search reply shown as memory for ``row`` under ``setting``, and the message ids in it.
+def reading_memory(
+    banks: dict[int, MemoryBank], embeddings: Any, row: dict[str, Any], setting: ReadingSetting, *, echo_query: bool = True
+) -> tuple[str, list[str]]:
+    """The search reply shown as memory for ``row`` under ``setting``, and the message ids in it;
+    its first line names the question as the query unless ``echo_query`` is false.
 
     ``banks`` holds one bank per neighbour count, filled as needed: a conversation is
     embedded once per count, however many of its questions use it. ``row`` needs
@@ -91,7 +94,8 @@ def reading_memory(banks: dict[int, MemoryBank], embeddings: Any, row: dict[str,
         groups = kept + [MemoryGroup(MemoryHit(turn_id, items[turn_id], 1.0), [items[turn_id]]) for turn_id in evidence]
         if setting.k:
             groups.sort(key=lambda group: position[group.hit.item["message_id"]])
-    return render_results("semantic", row["question"], groups), [item["message_id"] for group in groups for item in group.messages]
+    shown = [item["message_id"] for group in groups for item in group.messages]
+    return render_results("semantic", row["question"], groups, echo_query=echo_query), shown
 
 
 class ReadingInput:
@@ -105,11 +109,12 @@ class ReadingInput:
     2 matches for semantic search 'Which city is Clara flying to next week?' (the matching line is marked with >):
     """
 
-    def __init__(self, memory: str, embeddings: Any):
+    def __init__(self, memory: str, embeddings: Any, *, echo_query: bool = True):
         self.setting = parse_reading_memory(memory)
         self.embeddings = embeddings
+        self.echo_query = echo_query
         self.banks: dict[int, MemoryBank] = {}
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
-        memory, _ = reading_memory(self.banks, self.embeddings, row, self.setting)
+        memory, _ = reading_memory(self.banks, self.embeddings, row, self.setting, echo_query=self.echo_query)
         return {**GRAPHS["sumer"].graph_input(row), "found": [memory]}

@@ -50,6 +50,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         turn_tokens=config.turn_tokens,
         max_parallel_calls=config.max_parallel_calls,
         search_context=config.search_context,
+        search_reply=config.search_reply,
         agemem_turns_per_message=config.agemem_turns_per_message,
         agemem_distractor_messages=config.agemem_distractor_messages,
         embeddings_model=config.embeddings_model,
@@ -63,7 +64,7 @@ def default_graph_input(config: MultiConvGRPOConfig) -> GraphInput:
     if config.reading_memory:
         from ..baselines import load_embeddings
 
-        return ReadingInput(config.reading_memory, load_embeddings(config.embeddings_model))
+        return ReadingInput(config.reading_memory, load_embeddings(config.embeddings_model), echo_query=config.search_reply == "echo")
     return GRAPHS[config.graph].graph_input
 
 
