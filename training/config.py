@@ -12,7 +12,7 @@ from trl import GRPOConfig
 from ..evals.conversations import CONVERSATIONS_TASK
 from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
-from ..graphs.registry import GRAPHS, graph_option
+from ..graphs.registry import GRAPHS, GraphOptions, graph_option
 from .reading import parse_reading_memory
 
 
@@ -302,11 +302,10 @@ class MultiConvGRPOConfig(GRPOConfig):
         choices = {
             "finetuning": ("auto", "lora", "full"),
             "loss_aggregation": ("token", "rollout"),
-            "tool_choice": ("auto", "required"),
-            "forced_answer_call": ("text", "submit"),
-            "search_reply": ("echo", "plain"),
-            "final_prompt": ("boxed", "answer_is"),
             "graph": tuple(GRAPHS),
+            # The graph options shared with `compare` (tool_choice, search_reply, ...) allow what the registry declares.
+            **{name: option.metadata["choices"] for name, option in GraphOptions.__dataclass_fields__.items()
+               if "choices" in option.metadata and name in self.__dataclass_fields__},
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
