@@ -72,7 +72,7 @@ CONFIG_KEYS = (
 )
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
-    "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "init_adapter",
+    "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "init_adapter",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 LOGGED = ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)
@@ -220,14 +220,16 @@ def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir:
 
     base = ["--preset", args.preset, "--output_dir", str(output_dir), *trainer_args]
     configs = [parse_config(base)]
+    if args.then_steps and configs[0].stop_after_steps:
+        raise SystemExit(f"--then-steps {args.then_steps} needs the first phase to end at max_steps; drop --stop_after_steps {configs[0].stop_after_steps}")
     if args.then_steps:
         configs.append(parse_config([*base, "--temperature", str(args.then_temperature), "--max_steps", str(configs[0].max_steps + args.then_steps)]))
     phases, trainer = [], None
     for number, config in enumerate(configs):
         last = get_last_checkpoint(str(output_dir))
         ran = None
-        # A checkpoint at max_steps means the phase is done: transformers' Trainer would still train one step.
-        if last is None or int(last.rsplit("-", 1)[1]) < config.max_steps:
+        # A checkpoint at max_steps (or stop_after_steps) means the phase is done: transformers' Trainer would still train one step.
+        if last is None or int(last.rsplit("-", 1)[1]) < (config.stop_after_steps or config.max_steps):
             policy, peft_config = policy_to_train(model if number == 0 else load_policy(config)[0], config)
             ran = MultiConvGRPOTrainer(
                 policy, args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer, peft_config=peft_config,

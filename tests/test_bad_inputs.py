@@ -303,6 +303,8 @@ ROWS: list[Row] = [
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),
     Row("trainer", "--search_reply none", ("--search_reply", "invalid choice: 'none'"), trainer("--search_reply", "none")),
+    Row("trainer", "--stop_after_steps past --max_steps", ("stop_after_steps must be 0 (off) or from 1 to max_steps (6), got 10",),
+        trainer("--max_steps", "6", "--stop_after_steps", "10")),
     Row("trainer", "--search_context -1", ("search_context must be >= 0 (0 = the hits alone), got -1",), trainer("--search_context", "-1")),
     Row("trainer", "--top_k -1", ("top_k must be >= 0", "got -1"), trainer("--top_k", "-1")),
     Row("trainer", "--generation_kwargs the rollouts would ignore", ("generation_kwargs", "is not applied by the rollout backends"), trainer("--generation_kwargs", '{"num_beams": 2}')),

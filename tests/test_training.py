@@ -534,9 +534,25 @@ def test_two_step_run_with_lora_updates_adapter_saves_and_resumes(tiny_model_dir
 
     # A checkpoint that already reached max_steps is refused: transformers would train on.
     finished = make_trainer(tiny_model_dir, tiny_dataset, tiny_config(tmp_path, max_steps=1, **small), reward_fn=reward)
-    with pytest.raises(ValueError, match="checkpoint-1 is at step 1 and max_steps is 1"):
+    with pytest.raises(ValueError, match="checkpoint-1 is at step 1, and max_steps is 1"):
         finished.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
     assert finished.state.global_step == 0
+
+
+def test_stop_after_steps_cuts_a_longer_schedule_and_saves_the_cut(tiny_model_dir, tiny_dataset, tmp_path):
+    small = dict(per_device_train_batch_size=2, steps_per_generation=1, lr_scheduler_type="linear")
+    config = tiny_config(tmp_path, max_steps=4, stop_after_steps=1, **small)
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
+    trainer.train()
+    assert trainer.state.global_step == 1 and trainer.state.max_steps == 4
+    # The schedule is the 4-step one: after step 1 the linear decay is at 3/4, not at 0 as a 1-step run's would be.
+    assert trainer.lr_scheduler.get_last_lr()[0] == pytest.approx(1e-2 * 3 / 4)
+    assert (tmp_path / "run" / "checkpoint-1" / "trainer_state.json").is_file()  # saved though save_strategy is "no"
+    again = make_trainer(tiny_model_dir, tiny_dataset, tiny_config(tmp_path, max_steps=4, stop_after_steps=1, **small))
+    with pytest.raises(ValueError, match="checkpoint-1 is at step 1, and max_steps is 4 and stop_after_steps 1: nothing left"):
+        again.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
+    with pytest.raises(ValueError, match=r"stop_after_steps must be 0 \(off\) or from 1 to max_steps \(4\), got 5"):
+        tiny_config(tmp_path, max_steps=4, stop_after_steps=5)
 
 
 class _StandInGeneration:

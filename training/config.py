@@ -227,6 +227,13 @@ class MultiConvGRPOConfig(GRPOConfig):
         default="token",
         metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
     )
+    stop_after_steps: int = field(
+        default=0,
+        metadata={
+            "help": "End training after this many optimizer steps, saving a checkpoint there, while the learning-rate "
+            "schedule still spans max_steps: a run cut to a time budget, resumable later. 0 = train to max_steps."
+        },
+    )
     dynamic_sampling_rounds: int = field(
         default=0,
         metadata={
@@ -348,6 +355,10 @@ class MultiConvGRPOConfig(GRPOConfig):
         for name, note in non_negative.items():
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
+        if self.stop_after_steps and not 0 < self.stop_after_steps <= self.max_steps:
+            problems.append(
+                f"stop_after_steps must be 0 (off) or from 1 to max_steps ({self.max_steps}), got {self.stop_after_steps!r}"
+            )
         problems += self._data_problems() + self._sampling_problems() + self._token_budget_problems()
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
             # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank

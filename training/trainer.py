@@ -42,7 +42,26 @@ from .tool_use import mean_measures
 logger = logging.getLogger(__name__)
 
 
-# Logged with dynamic sampling: a rollout batch's mean reward before flat groups were replaced.
+class StopAfterSteps(TrainerCallback):
+    """Ends training after ``steps`` optimizer steps and saves a checkpoint there; the
+    learning-rate schedule still spans ``max_steps``, so the run is the first part of the
+    longer one and resumes as it.
+
+    >>> from transformers import TrainerControl
+    >>> control = StopAfterSteps(6).on_step_end(None, TrainerState(global_step=6), TrainerControl())
+    >>> control.should_training_stop, control.should_save
+    (True, True)
+    >>> StopAfterSteps(6).on_step_end(None, TrainerState(global_step=5), TrainerControl()).should_training_stop
+    False
+    """
+
+    def __init__(self, steps: int):
+        self.steps = steps
+
+    def on_step_end(self, args: Any, state: TrainerState, control: Any, **kwargs: Any) -> Any:
+        if state.global_step >= self.steps:
+            control.should_training_stop = control.should_save = True
+        return control
 
 
 # The trainer
@@ -113,6 +132,8 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         callbacks = list(callbacks or [])
         if args.reward_curve:
             callbacks.append(RewardCurveCallback())
+        if args.stop_after_steps:
+            callbacks.append(StopAfterSteps(args.stop_after_steps))
         super().__init__(
             model=model,
             # TRL requires a reward source; the reward is applied per rollout in
@@ -135,7 +156,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             )
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs: Any) -> Any:
-        """TRL's ``train``; refuses a checkpoint that has already reached ``max_steps``.
+        """TRL's ``train``; refuses a checkpoint that has already reached ``max_steps`` (or ``stop_after_steps``).
 
         transformers' ``Trainer`` resumed there still trains (checkpoint 40 of a 40-step
         run went on to steps 41 and 42, BENCHMARKS.md section 6), which would silently
@@ -143,12 +164,13 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         """
         checkpoint = get_last_checkpoint(self.args.output_dir) if resume_from_checkpoint is True else resume_from_checkpoint
         state_file = Path(checkpoint, "trainer_state.json") if isinstance(checkpoint, str) else None
-        if state_file is not None and state_file.is_file() and self.args.max_steps > 0:
+        last_step = self.args.stop_after_steps or self.args.max_steps
+        if state_file is not None and state_file.is_file() and last_step > 0:
             done = TrainerState.load_from_json(str(state_file)).global_step
-            if done >= self.args.max_steps:
+            if done >= last_step:
                 raise ValueError(
-                    f"{checkpoint} is at step {done} and max_steps is {self.args.max_steps}: nothing left to train; "
-                    "raise --max_steps to train further"
+                    f"{checkpoint} is at step {done}, and max_steps is {self.args.max_steps} and stop_after_steps "
+                    f"{self.args.stop_after_steps}: nothing left to train; raise them to train further"
                 )
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
