@@ -220,8 +220,6 @@ def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir:
 
     base = ["--preset", args.preset, "--output_dir", str(output_dir), *trainer_args]
     configs = [parse_config(base)]
-    if args.then_steps and configs[0].stop_after_steps:
-        raise SystemExit(f"--then-steps {args.then_steps} needs the first phase to end at max_steps; drop --stop_after_steps {configs[0].stop_after_steps}")
     if args.then_steps:
         configs.append(parse_config([*base, "--temperature", str(args.then_temperature), "--max_steps", str(configs[0].max_steps + args.then_steps)]))
     phases, trainer = [], None
@@ -258,6 +256,8 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     config = parse_config(["--preset", args.preset, "--output_dir", str(output_dir), *trainer_args])
     if config.task != CONVERSATIONS_TASK and config.key_pool != "train":
         raise SystemExit(f"training draws needle keys from key_pool {config.key_pool!r}: held-out keys are only unseen with --key_pool train")
+    if args.then_steps and config.stop_after_steps:
+        raise SystemExit(f"--then-steps {args.then_steps} needs the first phase to end at max_steps; drop --stop_after_steps {config.stop_after_steps}")
     model, tokenizer = load_policy(config)
     episodes = whole_episodes(config)
     held_out = held_out_records(config, tokenizer, args.split, args.eval_questions)

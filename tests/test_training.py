@@ -555,6 +555,15 @@ def test_stop_after_steps_cuts_a_longer_schedule_and_saves_the_cut(tiny_model_di
         tiny_config(tmp_path, max_steps=4, stop_after_steps=5)
 
 
+def test_bench_learning_refuses_a_cut_first_phase_before_a_second_and_before_loading(tmp_path, monkeypatch):
+    from langgraph_memagent.benchmarks import bench_learning
+    from langgraph_memagent.training import grpo_multiconv
+
+    monkeypatch.setattr(grpo_multiconv, "load_policy", lambda config: pytest.fail("the policy loaded first"))
+    with pytest.raises(SystemExit, match="--then-steps 2 needs the first phase to end at max_steps; drop --stop_after_steps 1"):
+        bench_learning.main(["--then-steps", "2", "--output-dir", str(tmp_path), "--", "--stop_after_steps", "1"])
+
+
 class _StandInGeneration:
     """TRL's ``VLLMGeneration`` without vLLM and its NCCL weight push (no GPU here).
 

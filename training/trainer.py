@@ -43,9 +43,9 @@ logger = logging.getLogger(__name__)
 
 
 class StopAfterSteps(TrainerCallback):
-    """Ends training after ``steps`` optimizer steps and saves a checkpoint there; the
-    learning-rate schedule still spans ``max_steps``, so the run is the first part of the
-    longer one and resumes as it.
+    """Ends training after ``steps`` optimizer steps and saves a checkpoint there. The
+    learning-rate schedule still spans ``max_steps``: the cut run is the first part of the
+    longer one, and resuming continues that schedule.
 
     >>> from transformers import TrainerControl
     >>> control = StopAfterSteps(6).on_step_end(None, TrainerState(global_step=6), TrainerControl())
