@@ -356,9 +356,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
         if self.stop_after_steps and not 0 < self.stop_after_steps <= self.max_steps:
-            problems.append(
-                f"stop_after_steps must be 0 (off) or from 1 to max_steps ({self.max_steps}), got {self.stop_after_steps!r}"
-            )
+            problems.append(f"stop_after_steps must be 0 (off) or from 1 to max_steps ({self.max_steps}), got {self.stop_after_steps!r}")
         problems += self._data_problems() + self._sampling_problems() + self._token_budget_problems()
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
             # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
