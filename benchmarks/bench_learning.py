@@ -227,7 +227,7 @@ def _train_phases(args: argparse.Namespace, trainer_args: list[str], output_dir:
         last = get_last_checkpoint(str(output_dir))
         ran = None
         # A checkpoint at max_steps (or stop_after_steps) means the phase is done: transformers' Trainer would still train one step.
-        if last is None or int(last.rsplit("-", 1)[1]) < (config.stop_after_steps or config.max_steps):
+        if last is None or int(last.rsplit("-", 1)[1]) < config.final_step:
             policy, peft_config = policy_to_train(model if number == 0 else load_policy(config)[0], config)
             ran = MultiConvGRPOTrainer(
                 policy, args=config, train_dataset=training_dataset(config, tokenizer), processing_class=tokenizer, peft_config=peft_config,

@@ -302,6 +302,11 @@ class MultiConvGRPOConfig(GRPOConfig):
             raise ValueError("\n".join(problems))
         super().__post_init__()
 
+    @property
+    def final_step(self) -> int:
+        """The optimizer step this run ends at: ``stop_after_steps`` when set, else ``max_steps``."""
+        return self.stop_after_steps or self.max_steps
+
     def problems(self) -> list[str]:
         """One line per bad field of this config; ``__post_init__`` raises them all together, before
         anything loads, so a command line with three bad flags names all three."""

@@ -164,10 +164,9 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         """
         checkpoint = get_last_checkpoint(self.args.output_dir) if resume_from_checkpoint is True else resume_from_checkpoint
         state_file = Path(checkpoint, "trainer_state.json") if isinstance(checkpoint, str) else None
-        last_step = self.args.stop_after_steps or self.args.max_steps
-        if state_file is not None and state_file.is_file() and last_step > 0:
+        if state_file is not None and state_file.is_file() and self.args.final_step > 0:
             done = TrainerState.load_from_json(str(state_file)).global_step
-            if done >= last_step:
+            if done >= self.args.final_step:
                 raise ValueError(
                     f"{checkpoint} is at step {done}, and max_steps is {self.args.max_steps} and stop_after_steps "
                     f"{self.args.stop_after_steps}: nothing left to train; raise them to train further"
