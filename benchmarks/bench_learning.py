@@ -39,6 +39,11 @@ seeded questions of LoCoMo conv-30 greedily before and after (the real file, no 
 it). After a reading curriculum (``-- --reading_memory ...``) the held-out episodes are still
 whole. Results: ``bench_learning_sumer_<split>.json``, figures
 ``benchmarks/figures/learning_sumer_reward_curve.png`` and ``learning_sumer_tool_use.png``.
+
+Memory tools (``--preset cpu-agemem``): AgeMem on the same conversations; accuracy is its
+composite reward (answer, context and memory parts, judge-free), and the tool use adds the
+long-term items stored per conversation and their recall of the evidence turns
+(``memory_items``, ``memory_recall``). Results: ``bench_learning_agemem_<split>.json``.
 """
 
 from __future__ import annotations
@@ -63,13 +68,15 @@ HELD_OUT_ENTITIES = "test"
 FIGURES = Path(__file__).resolve().parent / "figures"
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 # Tool-use measures compared before and after (training.tool_use), in the order printed.
-TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_rate", "invalid_tool_calls")
+TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_rate", "invalid_tool_calls", "memory_items", "memory_recall")
 # Config fields the held-out evaluation depends on, and those that only shape training.
 CONFIG_KEYS = (
     "task", "target_tokens", "num_keys", "gold_position", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature",
     "graph", "tool_choice", "max_turns", "turn_tokens", "max_context_tokens", "forced_answer_call", "sumer_require_submit", "search_context",
     "search_reply",
 )
+# AgeMem's graph options, in the settings of AgeMem runs only (earlier runs' kept files stay valid).
+AGEMEM_KEYS = ("agemem_turns_per_message", "agemem_stage_turns", "agemem_distractor_messages")
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
     "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "init_adapter",
@@ -266,7 +273,7 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     # What the "before" numbers depend on: a kept before.json must match this run.
     settings = {"split": args.split, **SPLITS[args.split], "eval_questions": args.eval_questions, "eval_samples": args.eval_samples,
                 "locomo_questions": args.locomo_questions,
-                **{key: getattr(config, key) for key in CONFIG_KEYS}}
+                **{key: getattr(config, key) for key in CONFIG_KEYS + (AGEMEM_KEYS if config.graph == "agemem" else ())}}
     training = {key: getattr(config, key) for key in TRAINING_KEYS}
     planned = [(config.temperature, config.max_steps)] + ([(args.then_temperature, config.max_steps + args.then_steps)] if args.then_steps else [])
     kept = kept_result(output_dir / "result.json", settings, training, planned)

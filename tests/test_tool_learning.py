@@ -13,6 +13,7 @@ from datasets import Dataset
 from langgraph_memagent.evals.conversations import generate_conversations, write_conversations
 from langgraph_memagent.evals.loaders import load_records
 from langgraph_memagent.graphs.registry import GRAPHS
+from langgraph_memagent.training.agemem_reward import evidence_texts
 from langgraph_memagent.training.data import conversation_records, load_training_file
 from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_measure
 from langgraph_memagent.training.grpo_multiconv import parse_config, training_dataset
@@ -22,7 +23,7 @@ from langgraph_memagent.training.rollouts import run_rollouts, score_rollouts
 from langgraph_memagent.training.rows import rollout_group_ids
 from langgraph_memagent.training.tool_use import EvidenceShapedReward, tool_use_measures
 from test_training import make_trainer, tiny_config, tiny_model_dir  # noqa: F401 (fixtures)
-from test_training_tools import scripted_policy, tokenizer  # noqa: F401 (fixtures)
+from test_training_tools import AGEMEM_FORCED, scripted_policy, tokenizer  # noqa: F401 (fixtures)
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 
@@ -166,6 +167,37 @@ def test_sumer_counts_refused_calls_and_the_measures_read_them(tokenizer, tmp_pa
     assert (measures["searches"], measures["evidence_recall"], measures["submitted"], measures["f1"]) == (1, 1.0, 1.0, 1.0)
     assert rollout.reward == 1.5 and (measures["reward/paper"], measures["reward/evidence"]) == (1.0, 1.0)
     assert tool_use_measures({"response": "no tools"}, record) == {}  # MemAgent's outputs have no tool use
+
+
+def test_agemem_measures_and_reward_read_the_rows_evidence_turns(tokenizer, tmp_path):
+    """AgeMem counts its calls by tool name; the measures and the memory reward read a training row's evidence turns."""
+    record = next(row for row in conversation_records(8, seed=2) if len(row["evidence"]) == 1)
+    evidence_text = next(turn["text"] for turn in record["turns"] if turn["dia_id"] == record["evidence"][0])
+
+    def script(prompt: str) -> str:
+        if AGEMEM_FORCED in prompt or "Stage 3 of 3" in prompt:
+            return record["answers"][0]
+        if "Stage 1 of 3" in prompt:  # every session: store the evidence turn, and update an unknown id (refused)
+            return (f'<tool_call>\n{{"name": "add_memory", "arguments": {{"content": {json.dumps(evidence_text)}}}}}\n</tool_call>\n'
+                    '<tool_call>\n{"name": "update_memory", "arguments": {"memory_id": "m99", "content": "x"}}\n</tool_call>')
+        return "Noted."
+
+    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", agemem_turns_per_message=1, agemem_stage_turns=40,
+                         agemem_distractor_messages=1, turn_tokens=96, max_context_tokens=8000)
+    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    (rollout,) = run_rollouts(graph, [GRAPHS["agemem"].graph_input(record)], rollout_group_ids(1, 1))
+    sessions = rollout.output["arrivals"]["build"]
+    assert rollout.output["tool_calls"] == {"add_memory": sessions, "update_memory": sessions}
+    reward = default_reward(config)
+    score_rollouts([rollout], [record], reward)
+    measures = rollout.measures
+    assert (measures["tool_calls"], measures["valid_call_rate"], measures["searches"]) == (2 * sessions, 0.5, 0)
+    assert (measures["memory_items"], measures["memory_recall"], measures["f1"]) == (sessions, 1.0, 1.0)
+    # Every stored item is the evidence turn, so all are useful (read against the turn, not the gold answer: a bare
+    # gold word would count too); no retrieval scores 0, and the refused updates leave no maintenance to score.
+    assert evidence_texts(record) == [evidence_text]
+    assert reward.last_parts.memory_parts == {"useful_items": 1.0, "maintenance": None, "retrieval": 0.0}
+    assert (measures["reward/memory"], measures["reward/task"], measures["reward/penalty"]) == (0.5, 1.0, 0.0)
 
 
 def test_paired_measures_leave_out_questions_without_the_measure():

@@ -229,6 +229,10 @@ def test_agemem_trainer_rollouts_use_the_configured_limits(tiny_model_dir, tiny_
     for rollout in rollouts:
         # At least one call per stage-1 chunk, per distractor and for the question.
         assert sum(rollout.output["stage_turns"].values()) >= 3
+    # A training step logs AgeMem's tool use (its calls are counted by tool name) and each reward part.
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert {"tools/tool_calls", "tools/memory_items", "reward/task", "reward/context", "reward/memory", "reward/penalty"} <= set(logged)
 
 
 def test_langmem_rollout_rows_are_its_extraction_calls_and_its_answer(tokenizer, tmp_path):

@@ -198,13 +198,18 @@ def _item_text(item: Any) -> str:
 
 
 def evidence_texts(sample: dict[str, Any]) -> list[str] | None:
-    """The texts of a LoCoMo sample's evidence turns (``meta["evidence"]`` dia_ids looked up in
-    ``meta["turns"]``), or ``None`` when the sample has no such metadata.
+    """The texts of a sample's LoCoMo evidence turns (its ``evidence`` dia_ids looked up in its
+    ``turns``), or ``None`` when it has no such metadata.
+
+    A training row (:func:`training.data.conversation_records`) carries them at the top level,
+    an evaluation sample under ``meta``.
 
     >>> evidence_texts({"meta": {"evidence": ["D1:2"], "turns": [{"dia_id": "D1:2", "text": "I painted a sunset."}]}})
     ['I painted a sunset.']
+    >>> evidence_texts({"evidence": ["D1:2"], "turns": [{"dia_id": "D1:2", "text": "I painted a sunset."}]})
+    ['I painted a sunset.']
     """
-    meta = sample.get("meta") if isinstance(sample.get("meta"), dict) else {}
+    meta = sample if sample.get("evidence") else sample.get("meta") if isinstance(sample.get("meta"), dict) else {}
     if not meta.get("evidence") or not meta.get("turns"):
         return None
     by_id = {turn.get("dia_id"): turn.get("text", "") for turn in meta["turns"]}
@@ -219,7 +224,9 @@ class AgeMemReward:
     ``overflowed``, ``memory_items`` (strings or dicts with ``content``),
     ``memory_operations``, ``arrivals``, ``context_chars``, ``final_context``, and optionally
     ``context_limit`` / ``turn_limit`` (else the ones given here) and ``task_score``.
-    ``last_parts`` keeps the latest breakdown, so each component can be logged on its own.
+    ``last_parts`` keeps the latest breakdown; :meth:`batch` also sets ``last_components``, each
+    rollout's task, context and memory components and penalty, which the trainer logs as
+    ``reward/task`` and so on, so the answer's share stays visible on its own.
 
     >>> reward = AgeMemReward(context_limit=1000, turn_limit=10)
     >>> out = {"answer": "a sunset", "context_tokens": 500, "turns": {"build": 6, "answer": 6}, "memory_items": []}
@@ -232,6 +239,7 @@ class AgeMemReward:
         self.turn_limit = turn_limit
         self.config = config or AgeMemRewardConfig()
         self.last_parts: AgeMemRewardParts | None = None
+        self.last_components: list[dict[str, float]] = []
         self.__name__ = "agemem_reward"  # TRL logs rewards under the function's name
 
     def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
@@ -259,6 +267,15 @@ class AgeMemReward:
             **limits,
         )
         return self.last_parts.total
+
+    def batch(self, outputs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]) -> list[float]:
+        """Rewards of many rollouts; ``last_components`` gets each one's parts."""
+        rewards, self.last_components = [], []
+        for output, sample in zip(outputs, samples, strict=True):
+            rewards.append(self(output, sample))
+            parts = self.last_parts
+            self.last_components.append({"task": parts.task, "context": parts.context, "memory": parts.memory, "penalty": parts.penalty})
+        return rewards
 
 
 __all__ = [

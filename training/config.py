@@ -274,7 +274,7 @@ class MultiConvGRPOConfig(GRPOConfig):
 
     # Outputs -------------------------------------------------------------------------
     reward_curve: bool = field(default=True, metadata={"help": "Write reward_curve.png to output_dir when training ends."})
-    preset: str | None = field(default=None, metadata={"help": "Defaults bundle: 'paper-7b' (GPUs), 'cpu-smoke' or 'cpu-sumer'."})
+    preset: str | None = field(default=None, metadata={"help": "Defaults bundle: 'paper-7b' (GPUs), 'cpu-smoke', 'cpu-sumer' or 'cpu-agemem'."})
 
     def __post_init__(self) -> None:
         if self.activation_checkpointing is None and self.gradient_checkpointing is None:
@@ -559,6 +559,42 @@ PRESETS: dict[str, dict[str, Any]] = {
         # rows share their history, so they are scored over their prefix tree: one rollout batch's
         # loss work took 1.49x less time with 16K tree tokens a part but peaked at 23.2 GB, and a
         # training run at 8K was killed for memory at step 9 (23 GB); rows at 4K peaked at 16.9 GB.
+        "pack_prefixes": True,
+        "max_tokens_per_forward": 6144,
+        "bf16": False,
+        "save_steps": 2,
+        "report_to": "none",
+    },
+    # SmolLM2-135M + LoRA learning AgeMem's memory tools on the same generated conversations:
+    # one session arrives per message and the policy must call a tool after it (one turn per
+    # message), one distractor message, then the question. The reward is AgeMem's composite
+    # (answer, context and memory parts; training.agemem_reward), its judge replaced by token F1
+    # and its "useful item" read against the generator's evidence turns. Untrained on 4 dev
+    # questions (greedy): no stored item, context tools called with bad arguments, 113 s for the
+    # 4 rollouts batched. Turn caps, budgets, sizes, lr and rank are ours, as in cpu-sumer.
+    "cpu-agemem": {
+        "model_name_or_path": "smollm2-135m",
+        "finetuning": "lora",
+        "graph": "agemem",
+        "task": CONVERSATIONS_TASK,
+        "tool_choice": "required",
+        "reward_metric": "f1",
+        "agemem_turns_per_message": 1,
+        "agemem_stage_turns": 12,
+        "agemem_distractor_messages": 1,
+        "turn_tokens": 128,
+        "max_context_tokens": 3072,
+        "num_generations": 8,
+        "per_device_train_batch_size": 8,
+        "gradient_accumulation_steps": 1,
+        "steps_per_generation": 2,
+        "learning_rate": 2e-4,
+        "warmup_steps": 2,
+        "lora_r": 16,
+        "lora_alpha": 32,
+        "num_train_samples": 256,
+        "max_steps": 12,
+        "activation_checkpointing": False,
         "pack_prefixes": True,
         "max_tokens_per_forward": 6144,
         "bf16": False,

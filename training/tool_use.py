@@ -1,9 +1,9 @@
 """How a tool-using rollout used its tools, and the opt-in evidence shaping for small models.
 
 :func:`tool_use_measures` reads a graph output (SUMER's ``tool_calls``, ``invalid_tool_calls``,
-``searches`` and ``stop_reason``; AgeMem's ``memory_item_count``) against the row's gold answers and
-LoCoMo evidence ids. The trainer logs their batch means, and the held-out evaluation keeps them
-per rollout.
+``searches`` and ``stop_reason``; AgeMem's calls by tool name, ``memory_operations`` and
+``memory_items``) against the row's gold answers and LoCoMo evidence. The trainer logs their
+batch means, and the held-out evaluation keeps them per rollout.
 
 :class:`EvidenceShapedReward` adds credit for searches that retrieve an evidence turn to a
 paper reward. It is ours, not a paper's, and off unless asked for
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..evals.locomo_scoring import f1
+from .agemem_reward import evidence_texts, is_useful
 from .rewards import gold_answers
 
 
@@ -46,19 +47,20 @@ def tool_use_measures(output: dict[str, Any], sample: dict[str, Any], *, k: int 
     ``valid_call_rate`` is the share of calls the tools ran: not malformed (``invalid_tool_calls``,
     which constrained decoding rules out) nor refused for their arguments (SUMER's
     ``rejected_tool_calls``, e.g. a speaker the conversation does not have); None without calls; ``submitted`` is 1.0 when the episode ended with ``submit_answer``; ``f1`` scores
-    whatever answer the run returned (Mem0's token F1); ``memory_items`` is AgeMem's stored item count.
-    An output without tool statistics (MemAgent's) has no measures.
+    whatever answer the run returned (Mem0's token F1). AgeMem's outputs get :func:`agemem_measures`
+    instead. An output without tool statistics (MemAgent's) has no measures.
 
     >>> tool_use_measures({"response": "42"}, {"answers": ["42"]})
     {}
     """
     if "tool_calls" not in output:
         return {}
+    if isinstance(output["tool_calls"], dict):
+        return agemem_measures(output, sample)
     valid, invalid = output.get("tool_calls") or 0, output.get("invalid_tool_calls") or 0
     rejected = output.get("rejected_tool_calls") or 0
     searches = output.get("searches") or []
-    answer = output.get("answer")
-    measures: dict[str, Any] = {
+    return {
         "valid_call_rate": valid / (valid + rejected + invalid) if valid + rejected + invalid else None,
         "tool_calls": valid + rejected + invalid,
         "invalid_tool_calls": invalid,
@@ -66,11 +68,48 @@ def tool_use_measures(output: dict[str, Any], sample: dict[str, Any], *, k: int 
         "evidence_recall": evidence_recall(searches, sample.get("evidence") or [], k=k),
         "submitted": float(output.get("stop_reason") == "submitted"),
         "stop_reason": output.get("stop_reason"),
-        "f1": f1(answer, gold_answers(sample)) if answer else 0.0,
+        "f1": _answer_f1(output, sample),
     }
-    if "memory_item_count" in output:
-        measures["memory_items"] = output["memory_item_count"]
-    return measures
+
+
+def agemem_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str, Any]:
+    """Per-rollout tool use of an AgeMem run: calls, retrievals, stored items and their recall of the evidence, F1.
+
+    ``tool_calls`` counts every call (AgeMem's output counts them by tool name, ``"invalid"``
+    the unparsable ones), ``valid_call_rate`` the share that succeeded (not malformed nor refused,
+    e.g. an unknown memory id); ``searches`` are ``retrieve_memory`` calls; ``memory_items`` the
+    long-term items when the question came; ``memory_recall`` the share of the evidence turns that
+    some stored item holds (at least half of the turn's tokens, AgeMem reward's "useful" rule);
+    None without evidence.
+
+    >>> output = {"tool_calls": {"add_memory": 2, "retrieve_memory": 1, "invalid": 1}, "answer": "Oslo",
+    ...           "memory_operations": [{"status": "success"}, {"status": "error"}, {"status": "success"}],
+    ...           "memory_items": ["Ann moved to Oslo in May", "lunch"]}
+    >>> sample = {"answers": ["Oslo"], "evidence": ["D1:1", "D2:3"],
+    ...           "turns": [{"dia_id": "D1:1", "text": "I moved to Oslo!"}, {"dia_id": "D2:3", "text": "I adopted a cat."}]}
+    >>> measures = agemem_measures(output, sample)
+    >>> measures["valid_call_rate"], measures["searches"], measures["memory_items"], measures["memory_recall"], measures["f1"]
+    (0.5, 1, 2, 0.5, 1.0)
+    """
+    counts = output["tool_calls"]
+    calls = sum(counts.values())
+    succeeded = sum(operation.get("status") == "success" for operation in output.get("memory_operations") or ())
+    items = [str(item) for item in output.get("memory_items") or ()]
+    evidence = evidence_texts(sample)
+    return {
+        "valid_call_rate": succeeded / calls if calls else None,
+        "tool_calls": calls,
+        "invalid_tool_calls": counts.get("invalid", 0),
+        "searches": counts.get("retrieve_memory", 0),
+        "memory_items": len(items),
+        "memory_recall": sum(any(is_useful(item, [text]) for item in items) for text in evidence) / len(evidence) if evidence else None,
+        "f1": _answer_f1(output, sample),
+    }
+
+
+def _answer_f1(output: dict[str, Any], sample: dict[str, Any]) -> float:
+    answer = output.get("answer")
+    return f1(answer, gold_answers(sample)) if answer else 0.0
 
 
 def mean_measures(measures: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -125,4 +164,4 @@ class EvidenceShapedReward:
         return [p + self.weight * r for p, r in zip(paper, recalls)]
 
 
-__all__ = ["EvidenceShapedReward", "evidence_recall", "mean_measures", "tool_use_measures"]
+__all__ = ["EvidenceShapedReward", "agemem_measures", "evidence_recall", "mean_measures", "tool_use_measures"]
