@@ -569,9 +569,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # one session arrives per message and the policy must call a tool after it (one turn per
     # message), one distractor message, then the question. The reward is AgeMem's composite
     # (answer, context and memory parts; training.agemem_reward), its judge replaced by token F1
-    # and its "useful item" read against the generator's evidence turns. Untrained on 4 dev
-    # questions (greedy): no stored item, context tools called with bad arguments, 113 s for the
-    # 4 rollouts batched. Turn caps, budgets, sizes, lr and rank are ours, as in cpu-sumer.
+    # and its "useful item" read against the generator's evidence turns. Untrained on 16 dev
+    # questions, no stored item holds an evidence turn and no answer scores, and one optimizer
+    # step takes 52 minutes here (BENCHMARKS.md section 11): no learning result yet. Turn caps,
+    # budgets, sizes, lr and rank are ours, as in cpu-sumer.
     "cpu-agemem": {
         "model_name_or_path": "smollm2-135m",
         "finetuning": "lora",
@@ -590,6 +591,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "steps_per_generation": 2,
         "learning_rate": 2e-4,
         "warmup_steps": 2,
+        # No KL term, as in cpu-sumer: with it the first optimizer step took 52 minutes, about 20 of
+        # them log-probability passes (reference and old policy) over the batch's 144 rows (measured).
+        "beta": 0.0,
         "lora_r": 16,
         "lora_alpha": 32,
         "num_train_samples": 256,

@@ -52,6 +52,7 @@ Command line (from the repository root)::
     python training/grpo_multiconv.py --preset cpu-smoke --graph sumer --judge_model smollm2-135m --output_dir runs/sumer
     python training/grpo_multiconv.py --preset cpu-smoke --graph agemem --output_dir runs/agemem
     python training/grpo_multiconv.py --preset cpu-sumer --output_dir runs/sumer   # generated conversations, judge-free
+    python training/grpo_multiconv.py --preset cpu-agemem --output_dir runs/agemem   # AgeMem's memory tools, the same data
 
 GPUs (``--preset paper-7b``: Qwen2.5-7B-Instruct, full fine-tuning, paper settings,
 sized for 32 processes; scale ``per_device_train_batch_size`` x processes x
