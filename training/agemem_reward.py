@@ -209,11 +209,11 @@ def evidence_texts(sample: dict[str, Any]) -> list[str] | None:
     >>> evidence_texts({"evidence": ["D1:2"], "turns": [{"dia_id": "D1:2", "text": "I painted a sunset."}]})
     ['I painted a sunset.']
     """
-    meta = sample if sample.get("evidence") else sample.get("meta") if isinstance(sample.get("meta"), dict) else {}
-    if not meta.get("evidence") or not meta.get("turns"):
+    holder = sample if "evidence" in sample else sample.get("meta")
+    if not isinstance(holder, dict) or not holder.get("evidence") or not holder.get("turns"):
         return None
-    by_id = {turn.get("dia_id"): turn.get("text", "") for turn in meta["turns"]}
-    return [by_id[dia_id] for dia_id in meta["evidence"] if dia_id in by_id] or None
+    by_id = {turn.get("dia_id"): turn.get("text", "") for turn in holder["turns"]}
+    return [by_id[dia_id] for dia_id in holder["evidence"] if dia_id in by_id] or None
 
 
 class AgeMemReward:
