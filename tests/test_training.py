@@ -248,7 +248,9 @@ def test_presets_and_command_line():
     config = parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/smoke", "--learning_rate", "3e-5"])
     assert config.learning_rate == 3e-5  # explicit options override the preset
     assert config.reward_metric == "string_match_all" and config.use_lora and config.bf16 is False
-    assert set(PRESETS) == {"paper-7b", "cpu-smoke", "cpu-sumer"}
+    assert set(PRESETS) == {"paper-7b", "cpu-smoke", "cpu-sumer", "cpu-agemem"}
+    agemem = parse_config(["--preset", "cpu-agemem", "--output_dir", "/tmp/agemem"])
+    assert (agemem.graph, agemem.tool_choice, agemem.agemem_turns_per_message, agemem.beta) == ("agemem", "required", 1, 0.0)
     assert PRESETS["paper-7b"]["reward_metric"] == "strict_boxed"
     with pytest.raises(ValueError, match="unknown --preset 'paper-70b'"):
         parse_config(["--preset", "paper-70b"])
