@@ -112,6 +112,15 @@ def is_useful(text: str, evidence: Sequence[str]) -> bool:
     return any(_recall(text, str(piece)) >= USEFUL_RECALL for piece in evidence)
 
 
+def evidence_held(memory_items: Sequence[str], evidence: Sequence[str]) -> float:
+    """Share of the evidence texts that some item holds (:func:`is_useful` against that text alone).
+
+    >>> evidence_held(["Ann moved to Oslo in May", "lunch"], ["I moved to Oslo!", "I adopted a cat."])
+    0.5
+    """
+    return sum(any(is_useful(item, [text]) for item in memory_items) for text in evidence) / len(evidence) if evidence else 0.0
+
+
 def _share(flags: Sequence[bool]) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
@@ -283,6 +292,7 @@ __all__ = [
     "AgeMemRewardConfig",
     "AgeMemRewardParts",
     "agemem_reward",
+    "evidence_held",
     "evidence_texts",
     "is_useful",
     "memory_coverage",

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..evals.locomo_scoring import f1
-from .agemem_reward import evidence_texts, is_useful
+from .agemem_reward import evidence_held, evidence_texts
 from .rewards import gold_answers
 
 
@@ -102,7 +102,7 @@ def agemem_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str,
         "invalid_tool_calls": counts.get("invalid", 0),
         "searches": counts.get("retrieve_memory", 0),
         "memory_items": len(items),
-        "memory_recall": sum(any(is_useful(item, [text]) for item in items) for text in evidence) / len(evidence) if evidence else None,
+        "memory_recall": evidence_held(items, evidence) if evidence else None,
         "f1": _answer_f1(output, sample),
     }
 
