@@ -37,7 +37,11 @@ evidence recall of the searches, the submit rate and the answer's F1, each befor
 with its paired standard error (``tool_use``). ``--locomo-questions N`` also answers N
 seeded questions of LoCoMo conv-30 greedily before and after (the real file, no tuning on
 it). After a reading curriculum (``-- --reading_memory ...``) the held-out episodes are still
-whole. Results: ``bench_learning_sumer_<split>.json``, figures
+whole. Each run also keeps the greedy and sampled F1 and evidence-recall changes by question
+group (the generator's categories, the questions that are not yes/no, each half;
+``by_question_group``) and the F1 of constant "yes" and "no" answers (``constant_answer_f1``);
+``python -m benchmarks.learning_report`` gives them across seeds. Results:
+``bench_learning_sumer_<split>.json``, figures
 ``benchmarks/figures/learning_sumer_reward_curve.png`` and ``learning_sumer_tool_use.png``.
 
 Memory tools (``--preset cpu-agemem``): AgeMem on the same conversations; accuracy is its
@@ -69,6 +73,8 @@ FIGURES = Path(__file__).resolve().parent / "figures"
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 # Tool-use measures compared before and after (training.tool_use), in the order printed.
 TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_rate", "invalid_tool_calls", "memory_items", "memory_recall")
+# Measures compared by question group (category, position): the answer and the searches.
+GROUP_MEASURES = ("f1", "evidence_recall")
 # Config fields the held-out evaluation depends on, and those that only shape training.
 CONFIG_KEYS = (
     "task", "target_tokens", "num_keys", "gold_position", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature",
@@ -151,6 +157,59 @@ def by_gold_rank(evaluation: dict[str, Any], ranks: list[int | None]) -> dict[st
     for index, rank in enumerate(ranks):
         split.setdefault(str(rank), []).extend(rewards[index * per_question : (index + 1) * per_question])
     return {rank: 100.0 * sum(values) / len(values) for rank, values in sorted(split.items())}
+
+
+def question_groups(records: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Question indices of each group: all, without yes/no, each ``category`` of the records, each half.
+
+    The generator's open-domain questions are all answered "Yes" or "No", which a constant answer
+    can score; the halves show whether a gain sits only in the questions early recipes were tuned on.
+
+    >>> question_groups([{"category": "single-hop", "answers": ["Oslo"]}, {"category": "open-domain", "answers": ["No"]}])
+    {'all': [0, 1], 'without yes/no': [0], 'open-domain': [1], 'single-hop': [0], 'first half': [0], 'second half': [1]}
+    """
+    half = (len(records) + 1) // 2
+    groups = {
+        "all": list(range(len(records))),
+        "without yes/no": [i for i, record in enumerate(records) if not {a.strip().lower() for a in record["answers"]} <= {"yes", "no"}],
+    }
+    for category in sorted({str(record.get("category")) for record in records}):
+        groups[category] = [i for i, record in enumerate(records) if str(record.get("category")) == category]
+    groups["first half"], groups["second half"] = list(range(half)), list(range(half, len(records)))
+    return groups
+
+
+def by_question_group(before: Any, after: Any, records: list[dict], measures: tuple[str, ...] = GROUP_MEASURES) -> dict[str, dict[str, dict]]:
+    """Per question group (:func:`question_groups`) and measure: the paired change in points, its standard error, the questions.
+
+    ``before`` and ``after`` are PolicyEvaluations of ``records``; groups with no question are left out.
+    """
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_measure
+
+    def subset(evaluation: PolicyEvaluation, questions: list[int]) -> PolicyEvaluation:
+        size = evaluation.rollouts_per_question
+        rollouts = [question * size + r for question in questions for r in range(size)]
+        rewards, measured = [evaluation.rewards[i] for i in rollouts], [evaluation.measures[i] for i in rollouts] if evaluation.measures else []
+        return PolicyEvaluation(evaluation.temperature, size, rewards, evaluation.seconds, measured)
+
+    changes: dict[str, dict[str, dict]] = {}
+    for group, questions in question_groups(records).items():
+        for measure in measures:
+            paired = paired_measure(subset(before, questions), subset(after, questions), measure) if questions else None
+            if paired is not None:
+                changes.setdefault(group, {})[measure] = {
+                    "change": 100.0 * paired["change"], "standard_error": 100.0 * paired["standard_error"], "questions": paired["questions"],
+                }
+    return changes
+
+
+def constant_answer_f1(records: list[dict]) -> dict[str, float]:
+    """F1 in points of answering every question "yes", and every question "no": what a policy that never reads scores."""
+    import statistics
+
+    from langgraph_memagent.evals.locomo_scoring import f1
+
+    return {answer: 100.0 * statistics.fmean(f1(answer, record["answers"]) for record in records) for answer in ("yes", "no")}
 
 
 def locomo_records(questions: int) -> list[dict]:
@@ -302,6 +361,14 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
             for name in after if name != "locomo_greedy" and any(rank is not None for rank in ranks)
         },
         "tool_use": tool_use(before, after),
+        # Conversations only: by category and position, beside what a constant answer scores.
+        **({
+            "by_question_group": {
+                name: by_question_group(PolicyEvaluation.from_dict(before[name]), PolicyEvaluation.from_dict(after[name]), held_out, GROUP_MEASURES)
+                for name in after if name != "locomo_greedy"
+            },
+            "constant_answer_f1": constant_answer_f1(held_out),
+        } if config.task == CONVERSATIONS_TASK else {}),
         "reward_log": [
             {key: value for key, value in entry.items() if key in LOGGED or key.startswith(("tools/", "reward/"))} for entry in log
         ],
@@ -374,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{NAME} ({args.split}): {name} {change['mean_points']:+.1f} points{spread} (within-run paired errors {errors})")
     for name, parts in runs[-1]["by_gold_rank"].items():
         print(f"  {name} by gold rank: before {parts['before']}, after {parts['after']}")
+    for name, groups in runs[-1].get("by_question_group", {}).items():
+        shown = "; ".join(f"{group} {parts['f1']['change']:+.1f} ± {parts['f1']['standard_error']:.1f}" for group, parts in groups.items() if "f1" in parts)
+        print(f"  {name} F1 change by question group: {shown}")
+    if "constant_answer_f1" in runs[-1]:
+        print(f"  F1 of a constant answer (never reading): {runs[-1]['constant_answer_f1']}")
     for name, measures in runs[-1]["tool_use"].items():
         shown = "; ".join(
             f"{measure} {value['before']:.3g} -> {value['after']:.3g} ({value['change']:+.3g} ± {value['standard_error']:.2g})"

@@ -241,6 +241,90 @@ def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():
     assert [row["question"] for row in locomo_records(16)] == [load_training_file(LOCOMO)[index]["question"] for index in chosen]
 
 
+def test_changes_by_question_group_and_constant_answers_against_hand_computed_values():
+    from benchmarks.bench_learning import by_question_group, constant_answer_f1, question_groups
+
+    records = [
+        {"category": "single-hop", "answers": ["Oslo"]},
+        {"category": "open-domain", "answers": ["No"]},
+        {"category": "single-hop", "answers": ["tacos"]},
+        {"category": "temporal", "answers": ["7 May, 2023"]},
+    ]
+    groups = question_groups(records)
+    assert groups["without yes/no"] == [0, 2, 3] and groups["single-hop"] == [0, 2] and groups["first half"] == [0, 1]
+    # Two rollouts a question: a question's value is its rollouts' mean; changes are paired by question.
+    f1_before, f1_after = [0, 0, 1, 1, 0, 0, 0, 0], [1, 0, 1, 1, 1, 1, 0, 0]
+    before = PolicyEvaluation(1.0, 2, [0.0] * 8, 1.0, [{"f1": value} for value in f1_before])
+    after = PolicyEvaluation(1.0, 2, [0.0] * 8, 1.0, [{"f1": value} for value in f1_after])
+    changes = by_question_group(before, after, records, ("f1",))
+    # Per-question changes 0.5, 0, 1, 0: mean 37.5 points, sd 0.4787, s.e. 0.4787 / 2.
+    assert changes["all"]["f1"]["change"] == pytest.approx(37.5) and changes["all"]["f1"]["standard_error"] == pytest.approx(23.94, abs=0.01)
+    assert changes["single-hop"]["f1"] == {"change": pytest.approx(75.0), "standard_error": pytest.approx(25.0), "questions": 2}
+    assert changes["without yes/no"]["f1"]["change"] == pytest.approx(50.0) and changes["open-domain"]["f1"]["change"] == 0.0
+    assert changes["first half"]["f1"]["change"] == pytest.approx(25.0) and changes["second half"]["f1"]["change"] == pytest.approx(50.0)
+    assert constant_answer_f1(records) == {"yes": 0.0, "no": 25.0}
+
+
+def test_learning_benchmark_on_conversations_end_to_end_reports_groups_and_constant_answers(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    from benchmarks import _common, bench_learning
+    from benchmarks.learning_report import main as report_main
+
+    monkeypatch.setattr(_common, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(bench_learning, "FIGURES", tmp_path / "figures")
+    trainer = ["--model_name_or_path", str(tiny_model_dir), "--finetuning", "full", "--max_steps", "1", "--num_generations", "2",
+               "--per_device_train_batch_size", "2", "--max_turns", "1", "--num_train_samples", "2"]
+    argv = ["--preset", "cpu-sumer", "--eval-questions", "4", "--eval-samples", "1", "--output-dir", str(tmp_path / "run"), "--", *trainer]
+    assert bench_learning.main(argv) == 0
+    result = json.loads((tmp_path / "results" / "bench_learning_sumer_dev.json").read_text())
+    run = result["runs"][0]
+    records = conversation_records(4, seed=bench_learning.SPLITS["dev"]["seed"], entities=bench_learning.HELD_OUT_ENTITIES)
+    assert run["constant_answer_f1"] == bench_learning.constant_answer_f1(records)
+    greedy = run["by_question_group"]["greedy"]
+    assert greedy["all"]["f1"]["questions"] == 4 and greedy["first half"]["f1"]["questions"] == 2
+    assert "greedy F1 change by question group: all " in capsys.readouterr().out
+    # The report regenerates the same questions from the settings, so it gives the run's own figures.
+    assert report_main([str(tmp_path / "results" / "bench_learning_sumer_dev.json"), "--json", str(tmp_path / "report.json")]) == 0
+    assert json.loads((tmp_path / "report.json").read_text())["runs"][0]["changes"] == greedy
+
+
+def test_learning_report_reproduces_the_five_seed_test_figures_from_the_committed_results(tmp_path, capsys):
+    from benchmarks.learning_report import main
+
+    results = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "results").glob("bench_learning_sumer_test_run12_plainread*.json"))
+    assert len(results) == 5
+    assert main([*map(str, results), "--json", str(tmp_path / "report.json")]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert sorted(run["seed"] for run in report["runs"]) == [1, 2, 3, 4, 42]
+    summary = report["across_runs"]
+    # The figures BENCHMARKS.md and README give for the twelfth run on test.
+    assert [round(summary["all"]["f1"][key], 1) for key in ("mean", "sd", "sem")] == [10.6, 7.3, 3.3]
+    assert [round(bound, 1) for bound in summary["all"]["f1"]["ci95"]] == [1.5, 19.7]
+    assert [round(summary["without yes/no"]["f1"][key], 1) for key in ("mean", "sd")] == [9.0, 5.7]
+    assert [round(summary["all"]["evidence_recall"][key], 1) for key in ("mean", "sd")] == [16.6, 12.7]
+    assert report["constant_answer_f1"] == {"yes": pytest.approx(6.25), "no": pytest.approx(12.5)}
+    questions = report["runs"][0]["changes"]
+    assert sum(questions[category]["f1"]["questions"] for category in ("multi-hop", "open-domain", "single-hop", "temporal")) == 32
+    assert "| mean ± sd | +10.6 ± 7.3 | +9.0 ± 5.7 |" in capsys.readouterr().out
+
+
+def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line(tmp_path, capsys):
+    from benchmarks.learning_report import main
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    (tmp_path / "other.json").write_text(json.dumps({"benchmark": "bench_decode", "rows": []}))
+    cases = (
+        ([str(tmp_path / "other.json")], f"{tmp_path / 'other.json'} is not a bench_learning results file: expected 'split' and a list of 'runs'"),
+        ([str(tmp_path / "missing.json")], f"cannot read {tmp_path / 'missing.json'} as JSON (FileNotFoundError"),
+        ([str(results / "bench_learning_sumer_dev_run12_plainread.json"), str(results / "bench_learning_sumer_test_run12_plainread.json")],
+         "the runs answered different question sets"),
+        ([str(results / "bench_learning_sumer_test_run12_plainread.json"), "--decoding", "beam"], "the run has no 'beam' evaluation"),
+    )
+    for argv, expected in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and expected in err
+
+
 def test_a_result_named_after_a_variant_names_the_module_that_ran(monkeypatch, tmp_path):
     from benchmarks import _common
 

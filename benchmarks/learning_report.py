@@ -1,0 +1,166 @@
+"""Tool-use learning results across seeds, by question category and position, with shortcut baselines.
+
+Reads ``bench_learning`` results files of a tool graph on generated conversations (one or
+more runs each: one file per seed, or one file with ``--seeds``) and reports, for one
+decoding (greedy by default), each run's paired change of each measure on question groups:
+
+- ``all`` questions;
+- each LoCoMo category of the generator (``multi-hop``, ``temporal``, ``open-domain``,
+  ``single-hop``). Its open-domain questions are all answered "Yes" or "No", so
+  ``without yes/no`` leaves them out: a constant answer cannot score there;
+- ``first half`` and ``second half`` of the questions: early recipes were tuned while
+  looking at the first questions of the dev split, so a gain only there is suspect.
+
+Across runs each change is given as mean ± sd (sample sd), the standard error of the mean
+and its 95% interval (Student's t), beside every run's paired standard error. The report
+also scores constant answers ("yes", "no") on the split: the F1 a policy could reach by
+never reading. The questions are regenerated from each run's settings (split seed, question
+count), so nothing but the results files is needed.
+
+Example (the twelfth SUMER run's five seeds on test)::
+
+    python -m benchmarks.learning_report benchmarks/results/bench_learning_sumer_test_run12_plainread*.json
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from .bench_learning import GROUP_MEASURES, HELD_OUT_ENTITIES, by_question_group, constant_answer_f1
+
+NAME = "learning_report"
+
+
+def held_out_questions(settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The held-out questions a run answered, regenerated from its settings."""
+    from langgraph_memagent.evals.conversations import CONVERSATIONS_TASK
+    from langgraph_memagent.training.data import conversation_records
+
+    if settings.get("task") != CONVERSATIONS_TASK:
+        raise ValueError(f"the report reads runs on generated conversations (task {CONVERSATIONS_TASK!r}), got task {settings.get('task')!r}")
+    return conversation_records(settings["eval_questions"], seed=settings["seed"], entities=HELD_OUT_ENTITIES)
+
+
+def run_changes(run: dict[str, Any], decoding: str) -> dict[str, dict[str, dict[str, float]]]:
+    """Per question group and measure: the run's paired change in points, its standard error and question count."""
+    from langgraph_memagent.training.evaluation import PolicyEvaluation
+
+    if decoding not in run["after"]:
+        raise ValueError(f"the run has no {decoding!r} evaluation; it has {sorted(run['after'])}")
+    before, after = (PolicyEvaluation.from_dict(run[side][decoding]) for side in ("before", "after"))
+    return by_question_group(before, after, held_out_questions(run["settings"]), GROUP_MEASURES)
+
+
+def across(values: list[float]) -> dict[str, Any]:
+    """Mean, sample sd, standard error of the mean and its 95% Student-t interval of per-run values.
+
+    >>> summary = across([0.1, 17.7, 12.5, 6.5, 16.3])
+    >>> round(summary["mean"], 1), round(summary["sd"], 1), round(summary["sem"], 1), [round(x, 1) for x in summary["ci95"]]
+    (10.6, 7.3, 3.3, [1.5, 19.7])
+    """
+    from scipy.stats import t
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return {"runs": len(values), "mean": mean, "sd": None, "sem": None, "ci95": None}
+    sd = statistics.stdev(values)
+    sem = sd / math.sqrt(len(values))
+    margin = float(t.ppf(0.975, len(values) - 1)) * sem
+    return {"runs": len(values), "mean": mean, "sd": sd, "sem": sem, "ci95": [mean - margin, mean + margin]}
+
+
+def runs_of(result: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The runs of one ``bench_learning`` result as report entries (``name``, split, seed, run)."""
+    return [{"file": name, "split": result["split"], "seed": run.get("training", {}).get("seed"), "run": run} for run in result["runs"]]
+
+
+def load_runs(paths: list[Path]) -> list[dict[str, Any]]:
+    """Every run of the results files at ``paths``, as report entries."""
+    entries = []
+    for path in paths:
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise ValueError(f"cannot read {path} as JSON ({type(error).__name__}: {error})") from None
+        if not (isinstance(result, dict) and isinstance(result.get("runs"), list) and "split" in result):
+            raise ValueError(f"{path} is not a bench_learning results file: expected 'split' and a list of 'runs'")
+        entries += runs_of(result, path.name)
+    return entries
+
+
+def report(entries: list[dict[str, Any]], decoding: str = "greedy") -> dict[str, Any]:
+    """The report of runs on one question set (see the module's description); ``entries`` as :func:`load_runs` gives them."""
+    question_sets = {(e["split"], e["run"]["settings"].get("seed"), e["run"]["settings"].get("eval_questions")) for e in entries}
+    if len(question_sets) != 1:
+        raise ValueError(f"the runs answered different question sets (split, seed, questions): {sorted(question_sets, key=str)}; report one at a time")
+    per_run = [{"file": e["file"], "seed": e["seed"], "changes": run_changes(e["run"], decoding)} for e in entries]
+    groups = dict.fromkeys(group for run in per_run for group in run["changes"])
+    summary = {
+        group: {
+            measure: across([run["changes"][group][measure]["change"] for run in per_run])
+            for measure in GROUP_MEASURES if all(measure in run["changes"].get(group, {}) for run in per_run)
+        }
+        for group in groups
+    }
+    return {
+        "decoding": decoding,
+        "split": entries[0]["split"],
+        "runs": per_run,
+        "across_runs": summary,
+        "constant_answer_f1": constant_answer_f1(held_out_questions(entries[0]["run"]["settings"])),
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """One table per measure: a row per run (change ± paired s.e.), then mean ± sd, s.e. and the 95% interval."""
+    groups = list(result["across_runs"])
+    lines = []
+    for measure in GROUP_MEASURES:
+        shown = [group for group in groups if measure in result["across_runs"][group]]
+        if not shown:
+            continue
+        lines += [f"\n{measure}, {result['decoding']} change in points ({result['split']}):\n",
+                  "| run | " + " | ".join(f"{group} (n={result['runs'][0]['changes'][group][measure]['questions']})" for group in shown) + " |",
+                  "|---|" + "---:|" * len(shown)]
+        for run in result["runs"]:
+            cells = [run["changes"][group][measure] for group in shown]
+            lines.append(f"| {run['file']} seed {run['seed']} | " + " | ".join(f"{c['change']:+.1f} ± {c['standard_error']:.1f}" for c in cells) + " |")
+        summaries = [result["across_runs"][group][measure] for group in shown]
+        if summaries[0]["sd"] is not None:
+            lines.append("| mean ± sd | " + " | ".join(f"{s['mean']:+.1f} ± {s['sd']:.1f}" for s in summaries) + " |")
+            lines.append("| s.e. of the mean | " + " | ".join(f"{s['sem']:.1f}" for s in summaries) + " |")
+            lines.append("| 95% interval (t) | " + " | ".join(f"{s['ci95'][0]:+.1f} to {s['ci95'][1]:+.1f}" for s in summaries) + " |")
+    constants = ", ".join(f'"{answer}" {value:.1f}' for answer, value in result["constant_answer_f1"].items())
+    lines.append(f"\nF1 of a constant answer on these questions (a policy that never reads): {constants}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path, help="bench_learning results files (JSON) of one split")
+    parser.add_argument("--decoding", default="greedy", help="which evaluation to compare: greedy, sampled, ... (default: %(default)s)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON to this path")
+    args = parser.parse_args(argv)
+    try:
+        result = report(load_runs(args.results), args.decoding)
+    except ValueError as error:
+        print(f"{NAME}: {error}", file=sys.stderr)
+        return 2
+    print(markdown(result))
+    if args.json is not None:
+        temp = args.json.with_suffix(".tmp")
+        temp.write_text(json.dumps(result, indent=2) + "\n")
+        os.replace(temp, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
