@@ -85,7 +85,7 @@ CONFIG_KEYS = (
 AGEMEM_KEYS = ("agemem_turns_per_message", "agemem_stage_turns", "agemem_distractor_messages")
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
-    "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "init_adapter",
+    "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "agemem_sessions", "init_adapter",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 LOGGED = ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)
@@ -129,9 +129,11 @@ def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samp
 
 def whole_episodes(config: Any) -> Any:
     """``config`` for the held-out evaluation: always whole episodes, also after a reading
-    curriculum (``reading_memory``; its reading step alone is ``bench_sumer_reading``'s)."""
+    curriculum (``reading_memory``; its reading step alone is ``bench_sumer_reading``'s) or a writing
+    one (``agemem_sessions``)."""
     episodes = copy.copy(config)
     episodes.reading_memory = None
+    episodes.agemem_sessions = "all"
     return episodes
 
 

@@ -297,6 +297,8 @@ ROWS: list[Row] = [
     Row("trainer", "--reward_metric accuracy", ("reward_metric must be one of", "'accuracy'"), trainer("--reward_metric", "accuracy")),
     Row("trainer", "--max_turns 0", ("max_turns must be a positive integer, got 0",), trainer("--max_turns", "0")),
     Row("trainer", "--num_generations abc", ("--num_generations", "invalid int value: 'abc'"), trainer("--num_generations", "abc")),
+    Row("trainer", "--agemem_sessions evidence on the MemAgent graph", ("agemem_sessions must be one of ['all', 'evidence']", "with graph 'memagent'"),
+        trainer("--agemem_sessions", "evidence")),
     Row("trainer", "--forced_answer_call json", ("--forced_answer_call", "invalid choice: 'json'"), trainer("--forced_answer_call", "json")),
     Row("trainer", "--reading_memory 'question k=0'", ("reading memory must be 'evidence', 'question k=K context=C' or 'evidence+question k=K'", "got 'question k=0'"),
         trainer("--preset", "cpu-sumer", "--forced_answer_call", "submit", "--reading_memory", "question k=0")),

@@ -227,6 +227,39 @@ def test_trainer_logs_tool_use_and_both_reward_parts(tiny_model_dir, tmp_path):
     assert (Path(config.output_dir) / "tool_use_curve.png").is_file()
 
 
+def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(tokenizer, tmp_path):
+    """With agemem_sessions="evidence" a rollout stores from the evidence sessions only; held-out episodes stay whole."""
+    from benchmarks.bench_learning import whole_episodes
+    from langgraph_memagent.training.writing import evidence_sessions
+
+    record = next(row for row in conversation_records(8, seed=2) if len(row["evidence"]) == 1)
+    evidence_turn = next(turn for turn in record["turns"] if turn["dia_id"] == record["evidence"][0])
+
+    def script(prompt: str) -> str:
+        if AGEMEM_FORCED in prompt or "Stage 3 of 3" in prompt:
+            return record["answers"][0]
+        if "Stage 1 of 3" in prompt:
+            return f'<tool_call>\n{{"name": "add_memory", "arguments": {{"content": {json.dumps(evidence_turn["text"])}}}}}\n</tool_call>'
+        return "Noted."
+
+    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", agemem_turns_per_message=1, agemem_stage_turns=40,
+                         agemem_distractor_messages=0, turn_tokens=96, max_context_tokens=8000, agemem_sessions="evidence")
+    graph_input = default_graph_input(config)
+    given = graph_input(record)
+    assert {turn["session"] for turn in given["turns"]} == {evidence_turn["session"]}
+    assert [turn["dia_id"] for turn in given["turns"]] == [t["dia_id"] for t in record["turns"] if t["session"] == evidence_turn["session"]]
+    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    (rollout,) = run_rollouts(graph, [given], rollout_group_ids(1, 1))
+    assert rollout.output["arrivals"]["build"] == 1 and rollout.output["tool_calls"] == {"add_memory": 1}
+    score_rollouts([rollout], [record], default_reward(config))
+    assert (rollout.measures["memory_items"], rollout.measures["memory_recall"], rollout.measures["f1"]) == (1, 1.0, 1.0)
+    # The held-out evaluation runs whole episodes: every session arrives.
+    sessions = len({turn["session"] for turn in record["turns"]})
+    assert len({turn["session"] for turn in default_graph_input(whole_episodes(config))(record)["turns"]}) == sessions > 1
+    with pytest.raises(ValueError, match=r"agemem_sessions 'evidence' needs the row's evidence ids among its turns, got \['D99:1'\]"):
+        evidence_sessions({**record, "evidence": ["D99:1"]})
+
+
 def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():
     from benchmarks.bench_learning import locomo_records, tool_use
 

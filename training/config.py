@@ -14,6 +14,7 @@ from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
 from ..graphs.registry import GRAPHS, GraphOptions, graph_option
 from .reading import parse_reading_memory
+from .writing import AGEMEM_SESSIONS
 
 
 def _per_graph(name: str, what: str) -> Any:
@@ -223,6 +224,13 @@ class MultiConvGRPOConfig(GRPOConfig):
             "the question) or 'evidence+question k=K' (the evidence among that search's hits, K lines). Unset: whole episodes."
         },
     )
+    agemem_sessions: str = field(
+        default="all",
+        metadata={
+            "help": "Ours, opt-in, a memory-writing curriculum for graph 'agemem': 'evidence' gives stage 1 only the sessions "
+            "that hold the row's evidence turns (rows need 'evidence' ids, e.g. --task conversations); 'all': whole episodes."
+        },
+    )
     loss_aggregation: str = field(
         default="token",
         metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
@@ -396,6 +404,11 @@ class MultiConvGRPOConfig(GRPOConfig):
                     f"reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph {self.graph!r} "
                     f"and forced_answer_call {self.forced_answer_call!r}"
                 )
+        if self.agemem_sessions not in AGEMEM_SESSIONS or (self.agemem_sessions != "all" and self.graph != "agemem"):
+            problems.append(
+                f"agemem_sessions must be one of {list(AGEMEM_SESSIONS)} and other than 'all' only for graph 'agemem', got "
+                f"{self.agemem_sessions!r} with graph {self.graph!r}"
+            )
         if self.key_pool is not None and (self.key_pool not in KEY_POOLS or self.task not in NIAH_TASKS):
             problems.append(f"key_pool must be one of {list(KEY_POOLS)} with a NIAH task, got {self.key_pool!r} with task {self.task!r}")
         if self.gold_position is not None and (self.gold_position != "balanced" or self.task != "niah_multikey_1"):

@@ -16,6 +16,7 @@ from .rewards import (
     SumerReward,
 )
 from .reading import ReadingInput
+from .writing import evidence_sessions_input
 from .rollouts import RewardFn
 from .tool_use import EvidenceShapedReward
 
@@ -60,7 +61,10 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
 
 
 def default_graph_input(config: MultiConvGRPOConfig) -> GraphInput:
-    """The registered graph's input mapping, or with ``reading_memory`` the reading curriculum's."""
+    """The registered graph's input mapping, or a curriculum's: SUMER's reading (``reading_memory``)
+    or AgeMem's writing (``agemem_sessions="evidence"``)."""
+    if config.agemem_sessions == "evidence":
+        return evidence_sessions_input
     if config.reading_memory:
         from ..baselines import load_embeddings
 
