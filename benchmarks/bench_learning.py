@@ -75,6 +75,8 @@ LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv3
 TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_rate", "invalid_tool_calls", "memory_items", "memory_recall")
 # Measures compared by question group (category, position): the answer and the searches.
 GROUP_MEASURES = ("f1", "evidence_recall")
+# The answers a policy that never reads could give to every question.
+YES_NO = ("yes", "no")
 # Config fields the held-out evaluation depends on, and those that only shape training.
 CONFIG_KEYS = (
     "task", "target_tokens", "num_keys", "gold_position", "chunk_tokens", "memory_tokens", "answer_tokens", "reward_metric", "temperature",
@@ -173,7 +175,7 @@ def question_groups(records: list[dict[str, Any]]) -> dict[str, list[int]]:
     half = (len(records) + 1) // 2
     groups = {
         "all": list(range(len(records))),
-        "without yes/no": [i for i, record in enumerate(records) if not {a.strip().lower() for a in record["answers"]} <= {"yes", "no"}],
+        "without yes/no": [i for i, record in enumerate(records) if not {a.strip().lower() for a in record["answers"]} <= set(YES_NO)],
     }
     for category in sorted({str(record.get("category")) for record in records}):
         groups[category] = [i for i, record in enumerate(records) if str(record.get("category")) == category]
@@ -191,8 +193,8 @@ def by_question_group(before: Any, after: Any, records: list[dict], measures: tu
     def subset(evaluation: PolicyEvaluation, questions: list[int]) -> PolicyEvaluation:
         size = evaluation.rollouts_per_question
         rollouts = [question * size + r for question in questions for r in range(size)]
-        rewards, measured = [evaluation.rewards[i] for i in rollouts], [evaluation.measures[i] for i in rollouts] if evaluation.measures else []
-        return PolicyEvaluation(evaluation.temperature, size, rewards, evaluation.seconds, measured)
+        measured = [evaluation.measures[i] for i in rollouts] if evaluation.measures else []
+        return PolicyEvaluation(evaluation.temperature, size, [evaluation.rewards[i] for i in rollouts], evaluation.seconds, measured)
 
     changes: dict[str, dict[str, dict]] = {}
     for group, questions in question_groups(records).items():
@@ -211,7 +213,7 @@ def constant_answer_f1(records: list[dict]) -> dict[str, float]:
 
     from langgraph_memagent.evals.locomo_scoring import f1
 
-    return {answer: 100.0 * statistics.fmean(f1(answer, record["answers"]) for record in records) for answer in ("yes", "no")}
+    return {answer: 100.0 * statistics.fmean(f1(answer, record["answers"]) for record in records) for answer in YES_NO}
 
 
 def locomo_records(questions: int) -> list[dict]:

@@ -8,6 +8,8 @@ per optimizer step on 2 cores. With ``agemem_sessions="evidence"`` stage 1 recei
 sessions that hold the row's evidence turns (usually one message), so a rollout is a few
 short calls and its reward turns on whether the policy stores what it was just shown. This
 is ours, not the AgeMem paper's; the held-out evaluation still runs whole episodes.
+Untrained, the embedded policy stored no evidence turn in 16 of 16 such rollouts (measured),
+so on its own this curriculum does not yet give GRPO a memory signal to learn from.
 """
 
 from __future__ import annotations
