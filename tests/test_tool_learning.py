@@ -161,12 +161,12 @@ def test_sumer_counts_refused_calls_and_the_measures_read_them(tokenizer, tmp_pa
     out = rollout.output
     assert "Nobody" not in speakers
     assert (out["stop_reason"], out["tool_calls"], out["rejected_tool_calls"], out["invalid_tool_calls"]) == ("submitted", 2, 1, 0)
-    score_rollouts([rollout], [record], EvidenceShapedReward(default_reward(config), weight=0.5))
+    score_rollouts([rollout], [record], EvidenceShapedReward(default_reward(config), weight=0.5), "sumer")
     measures = rollout.measures
     assert measures["valid_call_rate"] == pytest.approx(2 / 3) and measures["tool_calls"] == 3
     assert (measures["searches"], measures["evidence_recall"], measures["submitted"], measures["f1"]) == (1, 1.0, 1.0, 1.0)
     assert rollout.reward == 1.5 and (measures["reward/paper"], measures["reward/evidence"]) == (1.0, 1.0)
-    assert tool_use_measures({"response": "no tools"}, record) == {}  # MemAgent's outputs have no tool use
+    assert tool_use_measures({"response": "no tools"}, record, "memagent") == {}  # MemAgent's outputs have no tool use
 
 
 def test_agemem_measures_and_reward_read_the_rows_evidence_turns(tokenizer, tmp_path):
@@ -189,7 +189,7 @@ def test_agemem_measures_and_reward_read_the_rows_evidence_turns(tokenizer, tmp_
     sessions = rollout.output["arrivals"]["build"]
     assert rollout.output["tool_calls"] == {"add_memory": sessions, "update_memory": sessions}
     reward = default_reward(config)
-    score_rollouts([rollout], [record], reward)
+    score_rollouts([rollout], [record], reward, "agemem")
     measures = rollout.measures
     assert (measures["tool_calls"], measures["valid_call_rate"], measures["searches"]) == (2 * sessions, 0.5, 0)
     assert (measures["memory_items"], measures["memory_recall"], measures["f1"]) == (sessions, 1.0, 1.0)
@@ -251,7 +251,7 @@ def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(t
     graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
     (rollout,) = run_rollouts(graph, [given], rollout_group_ids(1, 1))
     assert rollout.output["arrivals"]["build"] == 1 and rollout.output["tool_calls"] == {"add_memory": 1}
-    score_rollouts([rollout], [record], default_reward(config))
+    score_rollouts([rollout], [record], default_reward(config), "agemem")
     assert (rollout.measures["memory_items"], rollout.measures["memory_recall"], rollout.measures["f1"]) == (1, 1.0, 1.0)
     # The held-out evaluation runs whole episodes: every session arrives.
     sessions = len({turn["session"] for turn in record["turns"]})

@@ -191,7 +191,7 @@ def evaluate_policy(
             progress=f"evaluating (T={temperature:g})" if progress else None,
             served_by=chat.engine,
         )
-    score_rollouts(rollouts, rows, reward_fn or default_reward(config))
+    score_rollouts(rollouts, rows, reward_fn or default_reward(config), config.graph)
     return PolicyEvaluation(
         temperature, rollouts_per_question, [r.reward for r in rollouts], time.perf_counter() - started, [r.measures for r in rollouts],
         [r.output.get("answer") for r in rollouts],

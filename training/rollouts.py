@@ -183,9 +183,9 @@ def local_engine(chat_model: Any) -> Any:
 RewardFn = Callable[[dict[str, Any], dict[str, Any]], float]
 
 
-def score_rollouts(rollouts: Sequence[Rollout], samples: Sequence[dict[str, Any]], reward_fn: RewardFn) -> None:
+def score_rollouts(rollouts: Sequence[Rollout], samples: Sequence[dict[str, Any]], reward_fn: RewardFn, graph: str) -> None:
     """Set each rollout's reward to ``reward_fn(graph output, sample)`` (one ``reward_fn.batch`` call when it has one)
-    and its ``measures``: tool use (:func:`~langgraph_memagent.training.tool_use.tool_use_measures`) and the reward's
+    and its ``measures``: ``graph``'s tool use (:func:`~langgraph_memagent.training.tool_use.tool_use_measures`) and the reward's
     parts when it reports them (``last_components``, e.g. the paper reward apart from an opt-in shaping)."""
     outputs = [rollout.output for rollout in rollouts]
     score_batch = getattr(reward_fn, "batch", None)
@@ -197,7 +197,7 @@ def score_rollouts(rollouts: Sequence[Rollout], samples: Sequence[dict[str, Any]
     components = getattr(reward_fn, "last_components", None) or [{}] * len(rollouts)
     for rollout, sample, reward, parts in zip(rollouts, samples, rewards, components, strict=True):
         rollout.reward = float(reward)
-        rollout.measures = {**tool_use_measures(rollout.output, sample), **{f"reward/{name}": value for name, value in parts.items()}}
+        rollout.measures = {**tool_use_measures(rollout.output, sample, graph), **{f"reward/{name}": value for name, value in parts.items()}}
 
 
 __all__ = ["CallRecorder", "LLMCall", "MissingTokenIdsError", "Rollout", "RewardFn", "local_engine", "run_rollouts", "score_rollouts"]

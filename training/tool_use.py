@@ -1,9 +1,10 @@
 """How a tool-using rollout used its tools, and the opt-in evidence shaping for small models.
 
-:func:`tool_use_measures` reads a graph output (SUMER's ``tool_calls``, ``invalid_tool_calls``,
-``searches`` and ``stop_reason``; AgeMem's calls by tool name, ``memory_operations`` and
-``memory_items``) against the row's gold answers and LoCoMo evidence. The trainer logs their
-batch means, and the held-out evaluation keeps them per rollout.
+:func:`tool_use_measures` reads a graph output with its graph's measures (SUMER's
+``tool_calls``, ``invalid_tool_calls``, ``searches`` and ``stop_reason``; AgeMem's calls by
+tool name, ``memory_operations`` and ``memory_items``) against the row's gold answers and
+LoCoMo evidence. The trainer logs their batch means, and the held-out evaluation keeps them
+per rollout.
 
 :class:`EvidenceShapedReward` adds credit for searches that retrieve an evidence turn to a
 paper reward. It is ours, not a paper's, and off unless asked for
@@ -14,7 +15,7 @@ visible on its own: every batch keeps both parts (``last_components``), logged a
 
 >>> output = {"tool_calls": 3, "invalid_tool_calls": 1, "stop_reason": "submitted", "answer": "Oslo",
 ...           "searches": [{"hits": ["D1:2", "D3:4"]}, {"hits": ["D2:1"]}]}
->>> measures = tool_use_measures(output, {"answers": ["Oslo"], "evidence": ["D3:4", "D5:1"]})
+>>> measures = tool_use_measures(output, {"answers": ["Oslo"], "evidence": ["D3:4", "D5:1"]}, "sumer")
 >>> measures["valid_call_rate"], measures["searches"], measures["evidence_recall"], measures["submitted"], measures["f1"]
 (0.75, 2, 0.5, 1.0, 1.0)
 """
@@ -41,22 +42,25 @@ def evidence_recall(searches: Any, evidence: Sequence[str], *, k: int | None = N
     return len(found & set(evidence)) / len(set(evidence))
 
 
-def tool_use_measures(output: dict[str, Any], sample: dict[str, Any], *, k: int | None = None) -> dict[str, Any]:
-    """Per-rollout tool use: valid-call rate, searches, evidence recall@k of the searches, submit, F1 of the answer.
+def tool_use_measures(output: dict[str, Any], sample: dict[str, Any], graph: str) -> dict[str, Any]:
+    """Per-rollout tool use of a run of ``graph``: :func:`sumer_measures`, :func:`agemem_measures`, or none.
+
+    >>> tool_use_measures({"response": "42"}, {"answers": ["42"]}, "memagent")
+    {}
+    """
+    measure = GRAPH_MEASURES.get(graph)
+    return measure(output, sample) if measure else {}
+
+
+def sumer_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str, Any]:
+    """Per-rollout tool use of a SUMER run: valid-call rate, searches, evidence recall of the searches, submit, F1 of the answer.
 
     ``valid_call_rate`` is the share of calls the tools ran: not malformed (``invalid_tool_calls``,
     which constrained decoding rules out) nor refused for their arguments (SUMER's
-    ``rejected_tool_calls``, e.g. a speaker the conversation does not have); None without calls; ``submitted`` is 1.0 when the episode ended with ``submit_answer``; ``f1`` scores
-    whatever answer the run returned (Mem0's token F1). AgeMem's outputs get :func:`agemem_measures`
-    instead. An output without tool statistics (MemAgent's) has no measures.
-
-    >>> tool_use_measures({"response": "42"}, {"answers": ["42"]})
-    {}
+    ``rejected_tool_calls``, e.g. a speaker the conversation does not have); None without calls.
+    ``submitted`` is 1.0 when the episode ended with ``submit_answer``; ``f1`` scores whatever
+    answer the run returned (Mem0's token F1).
     """
-    if "tool_calls" not in output:
-        return {}
-    if isinstance(output["tool_calls"], dict):
-        return agemem_measures(output, sample)
     valid, invalid = output.get("tool_calls") or 0, output.get("invalid_tool_calls") or 0
     rejected = output.get("rejected_tool_calls") or 0
     searches = output.get("searches") or []
@@ -65,7 +69,7 @@ def tool_use_measures(output: dict[str, Any], sample: dict[str, Any], *, k: int 
         "tool_calls": valid + rejected + invalid,
         "invalid_tool_calls": invalid,
         "searches": len(searches),
-        "evidence_recall": evidence_recall(searches, sample.get("evidence") or [], k=k),
+        "evidence_recall": evidence_recall(searches, sample.get("evidence") or []),
         "submitted": float(output.get("stop_reason") == "submitted"),
         "stop_reason": output.get("stop_reason"),
         "f1": _answer_f1(output, sample),
@@ -105,6 +109,10 @@ def agemem_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str,
         "memory_recall": evidence_held(items, evidence) if evidence else None,
         "f1": _answer_f1(output, sample),
     }
+
+
+GRAPH_MEASURES: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {"sumer": sumer_measures, "agemem": agemem_measures}
+"""Each tool graph's per-rollout measures; graphs not named here (MemAgent's) have none."""
 
 
 def _answer_f1(output: dict[str, Any], sample: dict[str, Any]) -> float:
@@ -164,4 +172,4 @@ class EvidenceShapedReward:
         return [p + self.weight * r for p, r in zip(paper, recalls)]
 
 
-__all__ = ["EvidenceShapedReward", "agemem_measures", "evidence_recall", "mean_measures", "tool_use_measures"]
+__all__ = ["GRAPH_MEASURES", "EvidenceShapedReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]

@@ -208,7 +208,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         group_ids = rollout_group_ids(len(inputs), num_generations, first_rollout=first)
         started = time.perf_counter()
         rollouts = self._run_rollouts(inputs, group_ids, first)
-        score_rollouts(rollouts, inputs, self.rollout_reward)
+        score_rollouts(rollouts, inputs, self.rollout_reward, self.args.graph)
         if mode == "train" and self.args.dynamic_sampling_rounds:
             rollouts = self._replace_flat_groups(rollouts, num_generations, next_rollout_id=first + len(inputs))
         seconds = time.perf_counter() - started
@@ -256,7 +256,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             inputs = [question for question in questions for _ in range(num_generations)]
             group_ids = [group for group in flat for _ in range(num_generations)]
             fresh = self._run_rollouts(inputs, group_ids, next_rollout_id)
-            score_rollouts(fresh, inputs, self.rollout_reward)
+            score_rollouts(fresh, inputs, self.rollout_reward, self.args.graph)
             next_rollout_id += len(fresh)
             replaced += len(flat)
             by_group: dict[int, list[Rollout]] = {}
