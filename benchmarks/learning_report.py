@@ -77,13 +77,8 @@ def across(values: list[float]) -> dict[str, Any]:
     return {"runs": len(values), "mean": mean, "sd": sd, "sem": sem, "ci95": [mean - margin, mean + margin]}
 
 
-def runs_of(result: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    """The runs of one ``bench_learning`` result as report entries (``name``, split, seed, run)."""
-    return [{"file": name, "split": result["split"], "seed": run.get("training", {}).get("seed"), "run": run} for run in result["runs"]]
-
-
 def load_runs(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every run of the results files at ``paths``, as report entries."""
+    """Every run of the results files at ``paths``, as report entries (file, split, seed, run)."""
     entries = []
     for path in paths:
         try:
@@ -92,7 +87,9 @@ def load_runs(paths: list[Path]) -> list[dict[str, Any]]:
             raise ValueError(f"cannot read {path} as JSON ({type(error).__name__}: {error})") from None
         if not (isinstance(result, dict) and isinstance(result.get("runs"), list) and "split" in result):
             raise ValueError(f"{path} is not a bench_learning results file: expected 'split' and a list of 'runs'")
-        entries += runs_of(result, path.name)
+        entries += [{"file": path.name, "split": result["split"], "seed": run.get("training", {}).get("seed"), "run": run} for run in result["runs"]]
+    if not entries:
+        raise ValueError(f"no runs in {', '.join(map(str, paths))}")
     return entries
 
 
@@ -151,14 +148,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = report(load_runs(args.results), args.decoding)
-    except ValueError as error:
+        if args.json is not None:
+            temp = args.json.with_suffix(".tmp")
+            temp.write_text(json.dumps(result, indent=2) + "\n")
+            os.replace(temp, args.json)
+    except (ValueError, OSError) as error:
         print(f"{NAME}: {error}", file=sys.stderr)
         return 2
     print(markdown(result))
-    if args.json is not None:
-        temp = args.json.with_suffix(".tmp")
-        temp.write_text(json.dumps(result, indent=2) + "\n")
-        os.replace(temp, args.json)
     return 0
 
 
