@@ -237,14 +237,21 @@ def tool_use(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def held_out_conversations(split: str, questions: int) -> list[dict]:
+    """The ``split`` questions on generated conversations, with the held-out entity names."""
+    from langgraph_memagent.training.data import conversation_records
+
+    return conversation_records(questions, seed=SPLITS[split]["seed"], entities=HELD_OUT_ENTITIES)
+
+
 def held_out_records(config: Any, tokenizer: Any, split: str, questions: int) -> list[dict]:
     """The ``split`` questions of ``config``'s task (the same for every training seed)."""
     from langgraph_memagent.agents.tokenizers import resolve_tokenizer
     from langgraph_memagent.evals.conversations import CONVERSATIONS_TASK
-    from langgraph_memagent.training.data import conversation_records, generate_samples
+    from langgraph_memagent.training.data import generate_samples
 
     if config.task == CONVERSATIONS_TASK:
-        return conversation_records(questions, seed=SPLITS[split]["seed"], entities=HELD_OUT_ENTITIES)
+        return held_out_conversations(split, questions)
     return generate_samples(
         config.task, resolve_tokenizer(tokenizer), num_samples=questions, target_tokens=config.target_tokens,
         seed=SPLITS[split]["seed"], num_keys=config.num_keys, key_pool=SPLITS[split]["key_pool"], gold_rank=config.gold_position,

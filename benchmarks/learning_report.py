@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .bench_learning import GROUP_MEASURES, HELD_OUT_ENTITIES, by_question_group, constant_answer_f1
+from .bench_learning import GROUP_MEASURES, by_question_group, constant_answer_f1, held_out_conversations
 
 NAME = "learning_report"
 
@@ -42,11 +42,9 @@ NAME = "learning_report"
 def held_out_questions(settings: dict[str, Any]) -> list[dict[str, Any]]:
     """The held-out questions a run answered, regenerated from its settings."""
     from langgraph_memagent.evals.conversations import CONVERSATIONS_TASK
-    from langgraph_memagent.training.data import conversation_records
-
     if settings.get("task") != CONVERSATIONS_TASK:
         raise ValueError(f"the report reads runs on generated conversations (task {CONVERSATIONS_TASK!r}), got task {settings.get('task')!r}")
-    return conversation_records(settings["eval_questions"], seed=settings["seed"], entities=HELD_OUT_ENTITIES)
+    return held_out_conversations(settings["split"], settings["eval_questions"])
 
 
 def run_changes(run: dict[str, Any], decoding: str) -> dict[str, dict[str, dict[str, float]]]:
