@@ -81,6 +81,12 @@ class GraphOptions:
         default=2, metadata={"help": "AgeMem: assistant turns after each arriving message (graph default 2; the paper sets none)."}
     )
     agemem_distractor_messages: int = field(default=2, metadata={"help": "AgeMem: stage-2 distractor messages of essay prose (graph default 2)."})
+    agemem_write_mode: str = field(
+        default="free",
+        metadata={"help": "AgeMem: 'free' (AgeMem paper: the model writes what it stores) or 'line' (ours, for small models: stage 1's "
+                  "first turn after each message is a forced add_memory of one of that message's lines, verbatim).",
+                  "choices": ("free", "line")},
+    )
     embeddings_model: str | None = field(
         default=None,
         metadata={"help": "SUMER, AgeMem and LangMem: sentence-transformers directory for memory search (default: embedded MiniLM)."},
@@ -240,6 +246,7 @@ def _agemem(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph
     return build_agemem_qa_graph(
         model, embeddings=_embeddings(options), tokenizer=tokenizer, distractor_messages=options.agemem_distractor_messages,
         max_turns_per_message=options.agemem_turns_per_message, first_turn_tool_choice=options.tool_choice,
+        write_mode=options.agemem_write_mode,
         **_given(max_stage_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
                  chunk_tokens=options.memory_item_tokens),
         **graph_kwargs,

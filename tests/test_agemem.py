@@ -382,3 +382,22 @@ def test_embedded_model_with_a_required_first_turn_calls_a_tool_after_every_mess
     result = build_graph("agemem", greedy_model, options).invoke(inputs)
     # Two sessions arrive in stage 1 and the question in stage 3: a valid call after each.
     assert result["tool_calls"].get("invalid", 0) == 0 and sum(result["tool_calls"].values()) >= 3
+
+
+@pytest.mark.embedded
+def test_embedded_model_in_line_write_mode_stores_one_verbatim_line_of_each_message(greedy_model):
+    """write_mode="line": the first build turn after each message is a forced add_memory whose
+    content the grammar keeps to one of that message's lines; which line is the model's choice."""
+    sessions = ["Session 1 (8 May 2023):\nAnn: Hi Bo, how are you?\nBo: I ran a marathon in Oslo last week.",
+                "Session 2 (9 May 2023):\nAnn: I adopted a cat named Miso.\nBo: Lovely!"]
+    graph = build_agemem_graph(greedy_model, store=default_agemem_store(WordHashEmbeddings()), max_turns_per_message=1,
+                               turn_tokens=96, write_mode="line")
+    out = graph.invoke({"stage": "build", "incoming": sessions}, context=ALICE)
+    added = [operation["content"] for operation in out["operations"] if operation["tool"] == "add_memory"]
+    assert out["tool_calls"] == {"add_memory": 2}
+    assert [content in session.splitlines() for content, session in zip(added, sessions)] == [True, True], added
+
+
+def test_an_unknown_write_mode_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"write_mode must be one of \['free', 'line'\], got 'copy'"):
+        build_agemem_graph(scripted("ok"), store=InMemoryStore(), write_mode="copy")

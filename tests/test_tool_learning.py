@@ -258,6 +258,13 @@ def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(t
     assert len({turn["session"] for turn in default_graph_input(whole_episodes(config))(record)["turns"]}) == sessions > 1
     with pytest.raises(ValueError, match=r"agemem_sessions 'evidence' needs the row's evidence ids among its turns, got \['D99:1'\]"):
         evidence_sessions({**record, "evidence": ["D99:1"]})
+    # Shuffled: the same evidence session's turns, in a new order for each rollout, reproducible from the seed.
+    shuffled = tiny_config(tmp_path, graph="agemem", agemem_sessions="evidence-shuffled", seed=3)
+    orders = [[turn["dia_id"] for turn in default_graph_input(shuffled)(record)["turns"]] for _ in range(2)]
+    draws = default_graph_input(shuffled)
+    again = [[turn["dia_id"] for turn in draws(record)["turns"]] for _ in range(4)]
+    assert sorted(again[0]) == sorted(t["dia_id"] for t in given["turns"]) and len({tuple(order) for order in again}) > 1
+    assert orders == [again[0], again[0]]
 
 
 def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():
@@ -320,7 +327,7 @@ def test_learning_benchmark_on_conversations_end_to_end_reports_groups_and_const
     assert json.loads((tmp_path / "report.json").read_text())["runs"][0]["changes"] == greedy
 
 
-def test_learning_report_reproduces_the_five_seed_test_figures_from_the_committed_results(tmp_path, capsys):
+def test_learning_report_reproduces_the_five_and_six_run_test_figures_from_the_committed_results(tmp_path, capsys):
     from benchmarks.learning_report import main
 
     results = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "results").glob("bench_learning_sumer_test_run12_plainread*.json"))
@@ -338,6 +345,11 @@ def test_learning_report_reproduces_the_five_seed_test_figures_from_the_committe
     questions = report["runs"][0]["changes"]
     assert sum(questions[category]["f1"]["questions"] for category in ("multi-hop", "open-domain", "single-hop", "temporal")) == 32
     assert "| mean ± sd | +10.6 ± 7.3 | +9.0 ± 5.7 |" in capsys.readouterr().out
+    # With the second reading stage's run (seed 7): the six-run figures BENCHMARKS.md and README give.
+    assert main([*map(str, results), str(results[0].with_name("bench_learning_sumer_test_run13_read7.json")), "--json", str(tmp_path / "six.json")]) == 0
+    six = json.loads((tmp_path / "six.json").read_text())["across_runs"]
+    assert [round(six["all"]["f1"][key], 1) for key in ("mean", "sd")] == [9.8, 6.8]
+    assert [round(bound, 1) for bound in six["all"]["evidence_recall"]["ci95"]] == [-2.6, 28.2]
 
 
 def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line(tmp_path, capsys):
@@ -505,3 +517,30 @@ def test_episode_benchmark_refuses_what_is_not_an_adapter_or_not_a_whole_episode
     with pytest.raises(SystemExit):
         main(["--adapters", str(tmp_path), "--", "--forced_answer_call", "submit", "--reading_memory", "evidence"])
     assert "episodes are whole: drop --reading_memory 'evidence'" in capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.embedded
+def test_writing_benchmark_classes_each_stored_line_by_position_and_evidence(capsys, tmp_path, monkeypatch):
+    """bench_agemem_writing end to end on the embedded policy: one forced line a session, each found in its session."""
+    import doctest
+
+    from benchmarks import _common, bench_agemem_writing
+
+    assert doctest.testmod(bench_agemem_writing).failed == 0
+    monkeypatch.setattr(_common, "RESULTS_DIR", tmp_path)
+    assert bench_agemem_writing.main(["--questions", "2", "--samples", "2", "--name", "writing"]) == 0
+    result = json.loads((tmp_path / "writing.json").read_text())
+    sessions = [len({t["session"] for t in r["turns"] if t["dia_id"] in r["evidence"]}) for r in conversation_records(2, seed=10_000, entities="test")]
+    for name, rollouts in (("greedy", 1), ("sampled", 2)):
+        row = result["decodings"][name]
+        assert row["lines_stored"] == rollouts * sum(sessions) and "off" not in row["by_position"]
+        assert abs(sum(row["by_position"].values()) - 100.0) < 1e-6 and 0 < row["chance_rate"] < 50
+        assert len(row["per_question"]) == 2 and row["evidence_rate"] == sum(row["per_question"]) / 2
+    assert "evidence lines" in capsys.readouterr().out
+    (tmp_path / "other.json").write_text(json.dumps({"settings": {"split": "dev", "questions": 8}, "decodings": {}}))
+    for argv, expected in ((["--before", str(tmp_path / "missing.json")], "--before must be a result file of this benchmark"),
+                           (["--before", str(tmp_path / "other.json")], "this run with ['dev', 16, 'evidence', 8, 1.0]"),
+                           (["--samples", "0"], "--samples must be >= 1 and --temperature > 0, got 0 and 1.0")):
+        with pytest.raises(SystemExit):
+            bench_agemem_writing.main(argv)
+        assert expected in capsys.readouterr().err.splitlines()[-1]

@@ -161,6 +161,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     agemem_turns_per_message: int = graph_option("agemem_turns_per_message")
     agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
     agemem_distractor_messages: int = graph_option("agemem_distractor_messages")
+    agemem_write_mode: str = graph_option("agemem_write_mode")
     agemem_turn_limit: int | None = field(
         default=None,
         metadata={
@@ -228,7 +229,8 @@ class MultiConvGRPOConfig(GRPOConfig):
         default="all",
         metadata={
             "help": "Ours, opt-in, a memory-writing curriculum for graph 'agemem': 'evidence' gives stage 1 only the sessions "
-            "that hold the row's evidence turns (rows need 'evidence' ids, e.g. --task conversations); 'all': whole episodes."
+            "that hold the row's evidence turns (rows need 'evidence' ids, e.g. --task conversations); 'evidence-shuffled' those "
+            "sessions with their turns shuffled for every rollout (the line's place then does not tell it is evidence); 'all': whole episodes."
         },
     )
     loss_aggregation: str = field(

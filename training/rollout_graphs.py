@@ -16,7 +16,7 @@ from .rewards import (
     SumerReward,
 )
 from .reading import ReadingInput
-from .writing import evidence_sessions_input
+from .writing import evidence_sessions_input, shuffled_evidence_sessions_input
 from .rollouts import RewardFn
 from .tool_use import EvidenceShapedReward
 
@@ -54,6 +54,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         search_reply=config.search_reply,
         agemem_turns_per_message=config.agemem_turns_per_message,
         agemem_distractor_messages=config.agemem_distractor_messages,
+        agemem_write_mode=config.agemem_write_mode,
         embeddings_model=config.embeddings_model,
         tool_choice=config.tool_choice,
         forced_answer_call=config.forced_answer_call,
@@ -62,9 +63,11 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
 
 def default_graph_input(config: MultiConvGRPOConfig) -> GraphInput:
     """The registered graph's input mapping, or a curriculum's: SUMER's reading (``reading_memory``)
-    or AgeMem's writing (``agemem_sessions="evidence"``)."""
+    or AgeMem's writing (``agemem_sessions``, its turns shuffled from ``config.seed`` when asked)."""
     if config.agemem_sessions == "evidence":
         return evidence_sessions_input
+    if config.agemem_sessions == "evidence-shuffled":
+        return shuffled_evidence_sessions_input(config.seed)
     if config.reading_memory:
         from ..baselines import load_embeddings
 

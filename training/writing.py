@@ -10,16 +10,25 @@ short calls and its reward turns on whether the policy stores what it was just s
 is ours, not the AgeMem paper's; the held-out evaluation still runs whole episodes.
 Untrained, the embedded policy stored no evidence turn in 16 of 16 such rollouts (measured),
 so on its own this curriculum does not yet give GRPO a memory signal to learn from.
+
+Under ``write_mode="line"`` (the graph's forced ``add_memory`` of one line) the untrained
+policy keeps the session's first turn or its date header almost always, a position shortcut
+that leaves the evidence line below chance. ``agemem_sessions="evidence-shuffled"`` then
+shuffles each session's turns anew for every rollout, as the MemAgent preset balances its
+gold needle's position: a line's place no longer tells whether it is evidence, so what GRPO
+can reinforce is its content.
 """
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from typing import Any
 
 from ..graphs.registry import GRAPHS
 
-AGEMEM_SESSIONS = ("all", "evidence")
-"""``agemem_sessions`` values: every session (the paper's episode) or the evidence sessions alone."""
+AGEMEM_SESSIONS = ("all", "evidence", "evidence-shuffled")
+"""``agemem_sessions`` values: every session (the paper's episode), the evidence sessions alone, or those with their turns shuffled."""
 
 
 def evidence_sessions(row: dict[str, Any]) -> dict[str, Any]:
@@ -45,4 +54,30 @@ def evidence_sessions_input(row: dict[str, Any]) -> dict[str, Any]:
     return GRAPHS["agemem"].graph_input(evidence_sessions(row))
 
 
-__all__ = ["AGEMEM_SESSIONS", "evidence_sessions", "evidence_sessions_input"]
+def shuffled_evidence_sessions_input(seed: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``graph_input`` of the shuffled writing curriculum: each call shuffles every evidence session's turns anew.
+
+    The order comes from one ``random.Random(seed)`` drawn in call order, so a run's rollouts
+    are reproducible while the rollouts of one question see different orders.
+
+    >>> row = {"question": "Where?", "document": "...", "evidence": ["D1:3"], "turns": [
+    ...     {"dia_id": f"D1:{i}", "session": 1, "speaker": "Ann", "text": f"line {i}"} for i in range(1, 6)]}
+    >>> shuffled = shuffled_evidence_sessions_input(seed=0)
+    >>> [[turn["dia_id"] for turn in shuffled(row)["turns"]] for _ in range(2)]
+    [['D1:3', 'D1:2', 'D1:1', 'D1:5', 'D1:4'], ['D1:1', 'D1:3', 'D1:2', 'D1:4', 'D1:5']]
+    """
+    draw = random.Random(seed)
+
+    def graph_input(row: dict[str, Any]) -> dict[str, Any]:
+        turns = evidence_sessions(row)["turns"]
+        sessions: dict[Any, list[dict[str, Any]]] = {}
+        for turn in turns:
+            sessions.setdefault(turn.get("session"), []).append(turn)
+        for session_turns in sessions.values():
+            draw.shuffle(session_turns)
+        return GRAPHS["agemem"].graph_input({**row, "turns": [turn for session_turns in sessions.values() for turn in session_turns]})
+
+    return graph_input
+
+
+__all__ = ["AGEMEM_SESSIONS", "evidence_sessions", "evidence_sessions_input", "shuffled_evidence_sessions_input"]

@@ -52,6 +52,7 @@ from .tools import (
     STAGES,
     SYSTEM_PROMPT,
     TOOL_ARGS,
+    WRITE_MODES,
     AddMemoryArgs,
     DeleteMemoryArgs,
     RetrieveMemoryArgs,
@@ -59,6 +60,7 @@ from .tools import (
     SummarizeContextArgs,
     UpdateMemoryArgs,
     agemem_tools,
+    line_choice_tools,
 )
 
 
@@ -119,6 +121,7 @@ class AgeMemConfig:
     max_context_tokens: int | None = None  # oldest whole groups are dropped above this; None = never
     force_answer: bool = True  # in the answer stage, one tool-free call when the turns ran out without a text reply
     first_turn_tool_choice: str = "auto"  # the first turn after each message: "auto" (paper: the model decides) or "required"
+    write_mode: str = "free"  # stage 1's first turn after each message: "free" (paper) or "line" (a forced add_memory of one of its lines)
 
     def __post_init__(self) -> None:
         for name in ("max_turns_per_message", "max_stage_turns", "turn_tokens"):
@@ -126,6 +129,8 @@ class AgeMemConfig:
         positive_int("max_context_tokens", self.max_context_tokens, optional=True)
         if self.first_turn_tool_choice not in ("auto", "required"):
             raise ValueError(f"first_turn_tool_choice must be 'auto' or 'required', got {self.first_turn_tool_choice!r}")
+        if self.write_mode not in WRITE_MODES:
+            raise ValueError(f"write_mode must be one of {list(WRITE_MODES)}, got {self.write_mode!r}")
 
 
 class _AgeMemSteps:
@@ -237,7 +242,14 @@ class _AgeMemSteps:
         }
 
     def _turn_model(self, state: AgeMemState) -> Any:
-        return self.first_turn_model if state["message_turns"] == 0 else self.tool_model
+        if state["message_turns"] > 0:
+            return self.tool_model
+        if self.config.write_mode == "line" and state["stage"] == "build":
+            # The message just delivered is the last one; its lines are the only contents this call may store.
+            tools = line_choice_tools(state["messages"][-1].text)
+            return self.model.bind_tools(tools, tool_choice={"type": "function", "function": {"name": "add_memory"}}).bind(
+                max_tokens=self.config.turn_tokens)
+        return self.first_turn_model
 
     def agent(self, state: AgeMemState) -> dict[str, Any]:
         prompt, removals, trims = self._prompt(state)
@@ -431,6 +443,7 @@ def build_agemem_graph(
     tokenizer: Any = None,
     force_answer: bool = True,
     first_turn_tool_choice: str = "auto",
+    write_mode: str = "free",
     namespace_root: str = DEFAULT_NAMESPACE_ROOT,
     checkpointer: Any = None,
     name: str = "agemem",
@@ -459,6 +472,11 @@ def build_agemem_graph(
         first_turn_tool_choice: ``"auto"`` (the AgeMem paper: the model decides) or
             ``"required"``: the first turn after each arriving message must call a memory
             tool (decoded under the tools' grammar on the local backends), later turns may reply.
+        write_mode: ``"free"`` (the AgeMem paper: the model writes what it stores) or
+            ``"line"`` (ours, a writing curriculum for small models): in the build stage the
+            first turn after each message is a forced ``add_memory`` whose content is one
+            line of that message, verbatim (:func:`.tools.line_choice_tools`), so the model
+            learns which line to keep before it learns to write.
         namespace_root: first label of the long-term namespace ``(namespace_root, user_id)``.
         checkpointer: any LangGraph checkpointer (``None``: none, or the parent's when nested).
         name: graph name.
@@ -482,7 +500,7 @@ def build_agemem_graph(
         raise ValueError(f"namespace_root must be a non-empty label without '.', got {namespace_root!r}")
     config = AgeMemConfig(max_turns_per_message=max_turns_per_message, max_stage_turns=max_stage_turns,
                           turn_tokens=turn_tokens, max_context_tokens=max_context_tokens, force_answer=force_answer,
-                          first_turn_tool_choice=first_turn_tool_choice)
+                          first_turn_tool_choice=first_turn_tool_choice, write_mode=write_mode)
     if max_context_tokens is not None and tokenizer is None and getattr(type(model), "tokenizer", None) is None:
         resolve_tokenizer(None, model)  # no tokenizer to count the context with: fail now, with how to pass one
     if store is None:

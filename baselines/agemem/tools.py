@@ -106,6 +106,42 @@ def agemem_tools() -> list[dict[str, Any]]:
     return tools
 
 
+WRITE_MODES = ("free", "line")
+"""How stage 1 writes memory: as the model decides (AgeMem), or one line of each arriving message (ours)."""
+
+# A stored line is cut to this many characters, so a forced call always fits its turn's tokens.
+MAX_LINE_CHARS = 160
+
+
+def message_lines(message: str) -> list[str]:
+    r"""The distinct non-empty lines of ``message``, stripped and cut to ``MAX_LINE_CHARS``, in order.
+
+    >>> message_lines("Session 2:\nAnn: I moved to Oslo.\n\nAnn: I moved to Oslo.")
+    ['Session 2:', 'Ann: I moved to Oslo.']
+    """
+    lines = (line.strip()[:MAX_LINE_CHARS].strip() for line in message.splitlines())
+    return list(dict.fromkeys(line for line in lines if line))
+
+
+def line_choice_tools(message: str) -> list[dict[str, Any]]:
+    r"""The six tools with ``add_memory`` narrowed to storing one line of ``message`` verbatim.
+
+    Its ``content`` becomes an enum of :func:`message_lines` and its ``tags`` are dropped, so
+    a call forced to ``add_memory`` under this schema (grammar-constrained on the local
+    backends, guided decoding on vLLM) chooses which line to keep and nothing else.
+
+    >>> tool = line_choice_tools("Ann: Hi.\nBo: I run on Sundays.")[0]["function"]
+    >>> tool["parameters"]["properties"]["content"]["enum"], tool["parameters"]["required"]
+    (['Ann: Hi.', 'Bo: I run on Sundays.'], ['content'])
+    """
+    tools = agemem_tools()
+    add = tools[0]["function"]
+    content = {**add["parameters"]["properties"]["content"], "enum": message_lines(message)}
+    content.pop("minLength", None)
+    add["parameters"] = {**add["parameters"], "properties": {"content": content}, "required": ["content"]}
+    return tools
+
+
 STAGE_INSTRUCTIONS: dict[str, str] = {
     "build": (
         "Stage 1 of 3: content arrives piece by piece. Store the facts a later question may need with "
