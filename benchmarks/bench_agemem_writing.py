@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import tempfile
 import time
@@ -39,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ._common import OtherLoad, write_result
+from ._common import OtherLoad, earlier_result, write_result
 from .bench_learning import SPLITS, held_out_conversations
 
 NAME = "bench_agemem_writing"
@@ -105,11 +104,7 @@ async def _gather(runs: Any) -> list[Any]:
 
 def _before(parser: argparse.ArgumentParser, path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     """The decodings of an earlier result on the same questions; a bad file is one parser error."""
-    try:
-        earlier = json.loads(path.read_text())
-        kept, decodings = earlier["settings"], earlier["decodings"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        parser.error(f"--before must be a result file of this benchmark, got {str(path)!r} ({type(error).__name__}: {error})")
+    kept, decodings = earlier_result(parser, path, "settings", "decodings")
     same = ("split", "questions", "sessions", "samples", "temperature")
     if any(kept.get(key) != settings[key] for key in same):
         parser.error(f"--before {str(path)!r} ran with {[kept.get(key) for key in same]} for {list(same)}, this run with "

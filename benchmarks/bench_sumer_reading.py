@@ -31,14 +31,13 @@ questions) each setting's F1 change and its paired standard error. Results:
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from ._common import OtherLoad, write_result
-from .bench_learning import HELD_OUT_ENTITIES, SPLITS
+from ._common import OtherLoad, earlier_result, write_result
+from .bench_learning import SPLITS, held_out_conversations
 
 NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
@@ -46,11 +45,7 @@ DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,quest
 
 def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: int) -> dict[str, Any]:
     """The per-setting rows of an earlier result on the same split and questions; a bad file is one parser error."""
-    try:
-        earlier = json.loads(path.read_text())
-        settings, memories = earlier["settings"], earlier["memories"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        parser.error(f"--before must be a result file of this benchmark, got {str(path)!r} ({type(error).__name__}: {error})")
+    settings, memories = earlier_result(parser, path, "settings", "memories")
     if (settings.get("split"), settings.get("questions")) != (split, questions):
         parser.error(f"--before {str(path)!r} has split {settings.get('split')!r} and {settings.get('questions')} questions, "
                      f"this run {split!r} and {questions}")
@@ -87,7 +82,6 @@ def main(argv: list[str] | None = None) -> int:
     from langgraph_memagent.baselines import load_embeddings
     from langgraph_memagent.baselines.sumer_prompts import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS, SubmitAnswerArgs
     from langgraph_memagent.evals.locomo_scoring import f1
-    from langgraph_memagent.training.data import conversation_records
     from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
 
@@ -101,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     # The forced answer's own binding in build_sumer_graph(forced_answer_call="submit"), greedy.
     chat = LocalChatModel.from_model(model, tokenizer, temperature=0.0)
     answer_model = chat.bind_tools([SUMER_TOOLS[1]], tool_choice="required").bind(max_tokens=config.turn_tokens)
-    records = conversation_records(args.questions, seed=SPLITS[args.split]["seed"], entities=HELD_OUT_ENTITIES)
+    records = held_out_conversations(args.split, args.questions)
     embeddings = load_embeddings(config.embeddings_model)
     # The schema's own description of the answer field, which the untrained policy often copies.
     description = SubmitAnswerArgs.model_fields["answer"].description.split("(")[0].strip().lower()
