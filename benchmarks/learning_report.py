@@ -27,14 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-from .bench_learning import GROUP_MEASURES, by_question_group, constant_answer_f1, held_out_conversations
+from .bench_learning import GROUP_MEASURES, across, by_question_group, constant_answer_f1, held_out_conversations
 
 NAME = "learning_report"
 
@@ -55,24 +53,6 @@ def run_changes(run: dict[str, Any], decoding: str) -> dict[str, dict[str, dict[
         raise ValueError(f"the run has no {decoding!r} evaluation; it has {sorted(run['after'])}")
     before, after = (PolicyEvaluation.from_dict(run[side][decoding]) for side in ("before", "after"))
     return by_question_group(before, after, held_out_questions(run["settings"]), GROUP_MEASURES)
-
-
-def across(values: list[float]) -> dict[str, Any]:
-    """Mean, sample sd, standard error of the mean and its 95% Student-t interval of per-run values.
-
-    >>> summary = across([0.1, 17.7, 12.5, 6.5, 16.3])
-    >>> round(summary["mean"], 1), round(summary["sd"], 1), round(summary["sem"], 1), [round(x, 1) for x in summary["ci95"]]
-    (10.6, 7.3, 3.3, [1.5, 19.7])
-    """
-    from scipy.stats import t
-
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return {"runs": len(values), "mean": mean, "sd": None, "sem": None, "ci95": None}
-    sd = statistics.stdev(values)
-    sem = sd / math.sqrt(len(values))
-    margin = float(t.ppf(0.975, len(values) - 1)) * sem
-    return {"runs": len(values), "mean": mean, "sd": sd, "sem": sem, "ci95": [mean - margin, mean + margin]}
 
 
 def load_runs(paths: list[Path]) -> list[dict[str, Any]]:

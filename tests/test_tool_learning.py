@@ -327,7 +327,7 @@ def test_learning_benchmark_on_conversations_end_to_end_reports_groups_and_const
     assert json.loads((tmp_path / "report.json").read_text())["runs"][0]["changes"] == greedy
 
 
-def test_learning_report_reproduces_the_five_and_six_run_test_figures_from_the_committed_results(tmp_path, capsys):
+def test_learning_report_reproduces_the_five_six_and_seven_run_test_figures_from_the_committed_results(tmp_path, capsys):
     from benchmarks.learning_report import main
 
     results = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "results").glob("bench_learning_sumer_test_run12_plainread*.json"))
@@ -350,6 +350,13 @@ def test_learning_report_reproduces_the_five_and_six_run_test_figures_from_the_c
     six = json.loads((tmp_path / "six.json").read_text())["across_runs"]
     assert [round(six["all"]["f1"][key], 1) for key in ("mean", "sd")] == [9.8, 6.8]
     assert [round(bound, 1) for bound in six["all"]["evidence_recall"]["ci95"]] == [-2.6, 28.2]
+    # With the third reading stage's run (seed 5) too: the seven-run figures.
+    assert main([*map(str, results), *(str(results[0].with_name(f"bench_learning_sumer_test_{run}.json")) for run in ("run13_read7", "run14_read5")),
+                 "--json", str(tmp_path / "seven.json")]) == 0
+    seven = json.loads((tmp_path / "seven.json").read_text())["across_runs"]
+    assert [round(seven["all"]["f1"][key], 1) for key in ("mean", "sd", "sem")] == [9.9, 6.3, 2.4]
+    assert [round(bound, 1) for bound in seven["all"]["f1"]["ci95"]] == [4.1, 15.6]
+    assert [round(bound, 1) for bound in seven["all"]["evidence_recall"]["ci95"]] == [0.7, 25.6]
 
 
 def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line(tmp_path, capsys):

@@ -53,6 +53,7 @@ from .protocol import (
     build_agemem_qa_graph,
     essay_distractors,
     locomo_session_messages,
+    locomo_turn_line,
     run_agemem_protocol,
 )
 from .store import LongTermMemory, default_agemem_store
@@ -76,6 +77,7 @@ __all__ = [
     "default_agemem_store",
     "essay_distractors",
     "locomo_session_messages",
+    "locomo_turn_line",
     "message_groups",
     "run_agemem_protocol",
     "validate_transcript",

@@ -172,6 +172,16 @@ class AgeMemQAState(AgeMemQAOutput, total=False):
     distractors: list[str]
 
 
+def locomo_turn_line(turn: Mapping[str, Any]) -> str:
+    """One LoCoMo turn as the line AgeMem reads: speaker, text and any shared image's caption.
+
+    >>> locomo_turn_line({"speaker": "Ann", "text": "Look!", "blip_caption": "a dog"})
+    'Ann: Look! [shares a dog]'
+    """
+    caption = turn.get("blip_caption")
+    return f"{turn['speaker']}: {turn['text']}" + (f" [shares {caption}]" if caption else "")
+
+
 def locomo_session_messages(turns: Sequence[Mapping[str, Any]]) -> list[str]:
     """LoCoMo turns as one message per session, headed by its date, in order of arrival.
 
@@ -190,8 +200,7 @@ def locomo_session_messages(turns: Sequence[Mapping[str, Any]]) -> list[str]:
             date = turn.get("date_time")
             headers[session] = f"Session {session} ({date}):" if date else f"Session {session}:"
             sessions[session] = []
-        caption = turn.get("blip_caption")
-        sessions[session].append(f"{turn['speaker']}: {turn['text']}" + (f" [shares {caption}]" if caption else ""))
+        sessions[session].append(locomo_turn_line(turn))
     return ["\n".join([headers[session], *lines]) for session, lines in sessions.items()]
 
 
