@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     from langgraph_memagent.agents.local_model import LocalChatModel
     from langgraph_memagent.baselines import load_embeddings
     from langgraph_memagent.baselines.agemem import build_agemem_graph, default_agemem_store, locomo_session_messages, locomo_turn_line
+    from langgraph_memagent.baselines.agemem.tools import message_lines
     from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
     from langgraph_memagent.training.writing import evidence_sessions
@@ -151,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     records = held_out_conversations(args.split, args.questions)
     embeddings = load_embeddings(config.embeddings_model)
     sessions = [locomo_session_messages((evidence_sessions(r) if args.sessions == "evidence" else r)["turns"]) for r in records]
-    evidence = [{locomo_turn_line(t) for t in r["turns"] if t["dia_id"] in r["evidence"]} for r in records]
+    # Evidence lines cut as add_memory's choices are, so a long evidence turn still matches its stored line.
+    evidence = [set(message_lines("\n".join(locomo_turn_line(t) for t in r["turns"] if t["dia_id"] in r["evidence"]))) for r in records]
     decodings: dict[str, Any] = {}
     for name, temperature, samples in (("greedy", 0.0, 1), ("sampled", args.temperature, args.samples)):
         chat = LocalChatModel.from_model(model, tokenizer, temperature=temperature)

@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 
 from ..agents.loading import EMBEDDED_MODELS
 from ..baselines.agemem import build_agemem_qa_graph
+from ..baselines.agemem.tools import WRITE_MODES
 from ..baselines.full_context import build_full_context_graph
 from ..baselines.langmem_graph import build_langmem_graph
 from ..baselines.rag import build_rag_graph
@@ -85,7 +86,7 @@ class GraphOptions:
         default="free",
         metadata={"help": "AgeMem: 'free' (AgeMem paper: the model writes what it stores) or 'line' (ours, for small models: stage 1's "
                   "first turn after each message is a forced add_memory of one of that message's lines, verbatim).",
-                  "choices": ("free", "line")},
+                  "choices": WRITE_MODES},
     )
     embeddings_model: str | None = field(
         default=None,
