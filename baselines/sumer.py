@@ -35,7 +35,7 @@ import asyncio
 import hashlib
 import json
 import math
-from typing import Annotated, Any, Literal, Sequence, TypedDict
+from typing import Annotated, Any, Literal, Sequence, TypedDict, get_args
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -621,14 +621,12 @@ def build_sumer_graph(
         max_context_tokens = window - turn_tokens
     if max_context_tokens is not None:
         max_context_tokens = positive_int("max_context_tokens", max_context_tokens)
-    if final_prompt not in ("boxed", "answer_is"):
-        raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
-    if tool_choice not in ("auto", "required"):
-        raise ValueError(f"tool_choice must be 'auto' or 'required', got {tool_choice!r}")
-    if forced_answer_call not in ("text", "submit"):
-        raise ValueError(f"forced_answer_call must be 'text' or 'submit', got {forced_answer_call!r}")
-    if search_reply not in ("echo", "plain"):
-        raise ValueError(f"search_reply must be 'echo' or 'plain', got {search_reply!r}")
+    for name, value, choices in (
+        ("final_prompt", final_prompt, FinalPromptStyle), ("tool_choice", tool_choice, ToolChoice),
+        ("forced_answer_call", forced_answer_call, ForcedAnswerCall), ("search_reply", search_reply, SearchReply),
+    ):
+        if value not in get_args(choices):
+            raise ValueError(f"{name} must be {' or '.join(map(repr, get_args(choices)))}, got {value!r}")
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"SUMER needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if bank is None:

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, get_args
 
 from langchain_core.language_models import BaseChatModel
 
 from ..agents.loading import EMBEDDED_MODELS
+from ..agents.prompts import FinalPromptStyle
 from ..baselines.agemem import build_agemem_qa_graph
 from ..baselines.agemem.tools import WRITE_MODES
 from ..baselines.full_context import build_full_context_graph
 from ..baselines.langmem_graph import build_langmem_graph
 from ..baselines.rag import build_rag_graph
-from ..baselines.sumer import build_sumer_graph
+from ..baselines.sumer import ForcedAnswerCall, SearchReply, ToolChoice, build_sumer_graph
 from .memagent import build_memagent_graph
 
 
@@ -38,7 +39,7 @@ class GraphOptions:
     memory_tokens: int = field(default=1024, metadata={"help": "MemAgent: memory size limit in tokens (MemAgent paper: 1024)."})
     answer_tokens: int = field(default=1024, metadata={"help": "Every graph: answer length limit in tokens (MemAgent paper: 1024)."})
     final_prompt: str = field(
-        default="boxed", metadata={"help": "Final answer format: 'boxed' (MemAgent paper) or 'answer_is'.", "choices": ("boxed", "answer_is")}
+        default="boxed", metadata={"help": "Final answer format: 'boxed' (MemAgent paper) or 'answer_is'.", "choices": get_args(FinalPromptStyle)}
     )
     max_input_tokens: int | None = field(
         default=None,
@@ -64,19 +65,19 @@ class GraphOptions:
         default="echo",
         metadata={"help": "SUMER: a search reply's first line: 'echo' names the mode and the query (ours; the paper does not say), "
                   "'plain' the number of matches alone (a small policy copies an echoed query into its answer).",
-                  "choices": ("echo", "plain")},
+                  "choices": get_args(SearchReply)},
     )
     tool_choice: str = field(
         default="auto",
         metadata={"help": "SUMER: 'auto' (SUMER paper: a turn without a call ends the episode) or 'required' (every turn calls a tool); "
                   "AgeMem: the same for the first turn after each message.",
-                  "choices": ("auto", "required")},
+                  "choices": get_args(ToolChoice)},
     )
     forced_answer_call: str = field(
         default="text",
         metadata={"help": "SUMER: how the call at the turn cap asks for the answer: 'text' (a boxed reply) or 'submit' "
                   "(a required submit_answer call, whose argument is the answer).",
-                  "choices": ("text", "submit")},
+                  "choices": get_args(ForcedAnswerCall)},
     )
     agemem_turns_per_message: int = field(
         default=2, metadata={"help": "AgeMem: assistant turns after each arriving message (graph default 2; the paper sets none)."}

@@ -679,9 +679,10 @@ def test_a_finished_learning_run_is_kept_only_when_it_was_measured_the_same_way(
     assert kept_result(path, *same[:2], [(0.7, 16), (1.0, 32)]) is None
 
 
-def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_model_dir, tiny_dataset, tmp_path):
+def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_model_dir, tiny_dataset, tmp_path, monkeypatch):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from langgraph_memagent.training import evaluation
     from langgraph_memagent.training.evaluation import evaluate_policy
 
     seen = []
@@ -706,6 +707,14 @@ def test_evaluate_policy_runs_every_question_and_scores_with_the_reward(tiny_mod
     assert default.rewards == [0.0] * 4  # the random tiny model never names the needle (lenient reward)
     with pytest.raises(ValueError, match="rollouts_per_question must be >= 1, got 0"):
         evaluate_policy(model, tokenizer, records, config, temperature=0.0, rollouts_per_question=0)
+    # The config's rollout_concurrency caps the runs in flight, as in training (0: all at once).
+    limits, run_rollouts = [], evaluation.run_rollouts
+    monkeypatch.setattr(evaluation, "run_rollouts", lambda *args, **kwargs: limits.append(kwargs["max_concurrency"]) or run_rollouts(*args, **kwargs))
+    config.rollout_concurrency = 1
+    assert len(evaluate_policy(model, tokenizer, records, config, temperature=0.0).rewards) == 2
+    config.rollout_concurrency = 0
+    evaluate_policy(model, tokenizer, records, config, temperature=0.0)
+    assert limits == [1, None]
 
 
 def test_paired_gain_pairs_by_question_and_refuses_other_question_sets():

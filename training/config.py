@@ -173,7 +173,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     tool_choice: str = graph_option("tool_choice")
     forced_answer_call: str = graph_option("forced_answer_call")
     rollout_concurrency: int = field(
-        default=0, metadata={"help": "Most graph runs in flight at once; 0 runs every rollout of the batch together."}
+        default=0, metadata={"help": "Most graph runs in flight at once, in training and evaluation; 0 runs every rollout of the batch together."}
     )
     generation_max_batch_size: int = field(
         default=64, metadata={"help": "Most calls the local backend decodes in one step (its continuous batch)."}

@@ -190,6 +190,7 @@ def evaluate_policy(
             groups,
             progress=f"evaluating (T={temperature:g})" if progress else None,
             served_by=chat.engine,
+            max_concurrency=config.rollout_concurrency or None,
         )
     score_rollouts(rollouts, rows, reward_fn or default_reward(config), config.graph)
     return PolicyEvaluation(
