@@ -70,13 +70,13 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_learning"
-# Held-out sets: seeds no training run uses, and for test a key vocabulary none uses either.
+# Held-out sets: seeds no training run uses, and for test and test2 a key vocabulary none uses either.
 SPLITS = {
     "dev": {"seed": 10_000, "key_pool": "train"},
     "test": {"seed": 20_000, "key_pool": "test"},
     "test2": {"seed": 30_000, "key_pool": "test"},
 }
-# Generated conversations: both held-out splits use names no training conversation uses.
+# Generated conversations: every held-out split uses names no training conversation uses.
 HELD_OUT_ENTITIES = "test"
 FIGURES = Path(__file__).resolve().parent / "figures"
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
