@@ -621,12 +621,12 @@ def build_sumer_graph(
         max_context_tokens = window - turn_tokens
     if max_context_tokens is not None:
         max_context_tokens = positive_int("max_context_tokens", max_context_tokens)
-    for name, value, choices in (
+    for option, value, choices in (
         ("final_prompt", final_prompt, FinalPromptStyle), ("tool_choice", tool_choice, ToolChoice),
         ("forced_answer_call", forced_answer_call, ForcedAnswerCall), ("search_reply", search_reply, SearchReply),
     ):
         if value not in get_args(choices):
-            raise ValueError(f"{name} must be {' or '.join(map(repr, get_args(choices)))}, got {value!r}")
+            raise ValueError(f"{option} must be {' or '.join(map(repr, get_args(choices)))}, got {value!r}")
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"SUMER needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if bank is None:
