@@ -8,6 +8,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from .calls import positive_int
+
 
 EMBEDDED_MODELS = ("smollm2-135m",)
 EMBEDDED_QUANTIZATION = "int4"  # the embedded model's weights in their GGUF's own 4-bit codes
@@ -103,3 +105,33 @@ def context_window(model: Any) -> int | None:
     if hasattr(model, "context_window"):
         return model.context_window
     return getattr(getattr(model, "config", None), "max_position_embeddings", None)
+
+
+def prompt_budget(window: int | None, max_context_tokens: int | None, generation_tokens: int, *, cap: int | None = None) -> int | None:
+    """A tool loop's prompt budget: ``max_context_tokens`` checked to leave ``generation_tokens`` in ``window``.
+
+    By default the window minus the generation (at most ``cap``); ``None`` where neither
+    is known (servers enforce their own window). A budget that would let a prompt plus
+    its generation overflow the window is refused, not clipped.
+
+    >>> prompt_budget(2048, None, 128), prompt_budget(8192, None, 256, cap=4096), prompt_budget(None, None, 128)
+    (1920, 4096, None)
+    >>> prompt_budget(2048, 3072, 128)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_context_tokens=3072 leaves no room for a 128-token turn in the model's 2048-token window: at most 1920
+    """
+    positive_int("max_context_tokens", max_context_tokens, optional=True)
+    if window is None:
+        return max_context_tokens
+    room = window - generation_tokens
+    if room < 1:
+        raise ValueError(f"a {generation_tokens}-token turn leaves no room in the model's {window}-token window")
+    if max_context_tokens is None:
+        return room if cap is None else min(room, cap)
+    if max_context_tokens > room:
+        raise ValueError(
+            f"max_context_tokens={max_context_tokens} leaves no room for a {generation_tokens}-token turn in the "
+            f"model's {window}-token window: at most {room}"
+        )
+    return max_context_tokens

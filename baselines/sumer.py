@@ -50,7 +50,7 @@ from pydantic import ValidationError
 from ..agents.answers import extract_answer
 from ..agents.calls import NO_USAGE, AnswerOutput, QuestionInput, acall_model, add_usage, call_model, positive_int
 from ..agents.compiled_graph import RecursionSizedGraph, node
-from ..agents.loading import context_window
+from ..agents.loading import context_window, prompt_budget
 from ..agents.prompts import FinalPromptStyle
 from ..agents.tokenizers import TokenCodec, encode_long, optional_tokenizer
 from .memory_bank import SUMER_CONTEXT, MemoryBank
@@ -567,8 +567,9 @@ def build_sumer_graph(
             the episode ends with ``stop_reason="context_overflow"``. Counted with
             ``tokenizer`` (or the model's own), otherwise at 4 characters per token; the
             prompt and completion tokens the model reports are always a floor. Default:
-            the model's window minus ``turn_tokens`` where the window is known (local
-            models), else unlimited (servers enforce their own window).
+            the model's window minus ``max(turn_tokens, answer_tokens)`` where the window is
+            known (local models; a larger budget is refused), else unlimited (servers
+            enforce their own window).
         force_answer: when the turn cap or the window ends the episode without an answer,
             make one more call for it (``True``) or return ``answer=None``.
         forced_answer_call: how that call asks: ``"text"`` (tool-free, a ``\\boxed{}`` reply, as
@@ -615,12 +616,8 @@ def build_sumer_graph(
     turn_tokens = positive_int("turn_tokens", turn_tokens)
     answer_tokens = positive_int("answer_tokens", answer_tokens)
     chunk_tokens = positive_int("chunk_tokens", chunk_tokens)
-    window = context_window(model)
-    if max_context_tokens is None and window is not None:
-        # The episode ends on context overflow (SUMER): the next turn must still fit the window.
-        max_context_tokens = window - turn_tokens
-    if max_context_tokens is not None:
-        max_context_tokens = positive_int("max_context_tokens", max_context_tokens)
+    # The episode ends on context overflow (SUMER): the next turn or forced answer must still fit the window.
+    max_context_tokens = prompt_budget(context_window(model), max_context_tokens, max(turn_tokens, answer_tokens))
     for option, value, choices in (
         ("final_prompt", final_prompt, FinalPromptStyle), ("tool_choice", tool_choice, ToolChoice),
         ("forced_answer_call", forced_answer_call, ForcedAnswerCall), ("search_reply", search_reply, SearchReply),

@@ -365,6 +365,16 @@ def test_messages_from_elsewhere_get_group_ids_in_order():
     assert [m.text for m in model.calls[0][1:]] == ["[g1] earlier question", "earlier reply", "[g3] new question"]
 
 
+def test_a_budget_that_overflows_the_embedded_window_is_refused(greedy_model):
+    # The kept context plus one turn must fit the model's 8192-token window.
+    too_large = "max_context_tokens=8000 leaves no room for a 256-token turn in the model's 8192-token window: at most 7936"
+    with pytest.raises(ValueError, match=too_large):
+        build_agemem_graph(greedy_model, max_context_tokens=8000)
+    with pytest.raises(ValueError, match=too_large):
+        build_agemem_qa_graph(greedy_model, max_context_tokens=8000)
+    build_agemem_qa_graph(greedy_model, max_context_tokens=7936)
+
+
 @pytest.mark.embedded
 def test_embedded_model_with_a_required_first_turn_calls_a_tool_after_every_message(greedy_model):
     """The registry's embedded settings: the first turn after each message must call a memory

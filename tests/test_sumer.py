@@ -534,6 +534,16 @@ def test_embedded_smollm2_run_is_bounded(greedy_model):
     print(f"SmolLM2 SUMER run: {result['stop_reason']}, {result['turns_used']} turns, answer {result['answer']!r}")
 
 
+def test_a_budget_that_overflows_the_embedded_window_is_refused(greedy_model):
+    # The prompt plus its turn must fit the 8192-token window. Before, a too-large budget let a
+    # forced answer overflow a smaller model's window mid-run (a preset's 3072 on a 2048 model).
+    with pytest.raises(ValueError, match="max_context_tokens=8000 leaves no room for a 1024-token turn in the model's 8192-token window: at most 7168"):
+        build_sumer_graph(greedy_model, bank=fresh_bank(), max_context_tokens=8000)
+    with pytest.raises(ValueError, match="max_context_tokens=8100 leaves no room for a 128-token turn .* at most 8064"):
+        build_sumer_graph(greedy_model, bank=fresh_bank(), max_context_tokens=8100, turn_tokens=64, answer_tokens=128)
+    build_sumer_graph(greedy_model, bank=fresh_bank(), max_context_tokens=8064, turn_tokens=64, answer_tokens=128)
+
+
 def test_embedded_smollm2_with_a_required_tool_choice_searches_with_valid_calls(greedy_model):
     """The registry's embedded settings (``tool_choice="required"``): every turn is a call that
     parses and validates, the model searches LoCoMo conv-30, and the harness counts the searches

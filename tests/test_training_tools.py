@@ -297,8 +297,13 @@ def test_graph_defaults_command_line_and_help(capsys):
     agemem = parse_config(["--graph", "agemem", "--output_dir", "/tmp/x", "--turn_tokens", "128"])
     assert (agemem.chunk_tokens, agemem.reward_metric, agemem.max_completion_length, agemem.agemem_turn_limit) == (512, "f1", 128, 32)
     assert context_budget(agemem, 8192) == 4096 and context_budget(agemem, 1024) == 1024 - 128
-    with pytest.raises(ValueError, match="turn_tokens=128 leaves no room in the policy's 100-token window"):
+    with pytest.raises(ValueError, match="a 128-token turn leaves no room in the model's 100-token window"):
         context_budget(agemem, 100)
+    # A given budget must leave the turn room in the window; before, a preset's 3072 ran a 2048-token model over.
+    sumer_preset = parse_config(["--preset", "cpu-sumer", "--output_dir", "/tmp/x"])
+    assert (sumer_preset.max_context_tokens, context_budget(sumer_preset, 8192)) == (3072, 3072)
+    with pytest.raises(ValueError, match="max_context_tokens=3072 leaves no room for a 128-token turn in the model's 2048-token window: at most 1920"):
+        context_budget(sumer_preset, 2048)
     with pytest.raises(ValueError, match="max_turns must be a positive integer, got 0"):
         MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer", reward_metric="f1", max_turns=0)
     with pytest.raises(SystemExit):

@@ -151,7 +151,8 @@ class MultiConvGRPOConfig(GRPOConfig):
         metadata={
             "help": "SUMER/AgeMem: context budget in tokens (SUMER ends the episode above it; AgeMem drops the oldest "
             "message groups and its reward penalizes the overflow). Default, set when the trainer starts: the "
-            "policy's window minus turn_tokens (AgeMem: at most 4096, its graph's default for local models)."
+            "policy's window minus the longest turn (SUMER: max(turn_tokens, answer_tokens); AgeMem: turn_tokens, "
+            "at most 4096, its graph's default for local models). A budget that leaves no room for the turn is refused."
         },
     )
     max_turns: int = field(default=20, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20)."})

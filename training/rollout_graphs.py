@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..agents.loading import prompt_budget
 from ..evals.locomo_scoring import LLMJudge
 from ..graphs.registry import GRAPHS, GraphOptions, build_graph
 from .config import MultiConvGRPOConfig
@@ -142,28 +143,26 @@ def _sumer_reward(config: MultiConvGRPOConfig, judge: Any) -> RewardFn:
 
 
 def context_budget(config: MultiConvGRPOConfig, window: int | None) -> int | None:
-    """``config.max_context_tokens``, or the default for ``config.graph`` given the policy's ``window``.
+    """``config.max_context_tokens`` checked against the policy's ``window``, or the default for ``config.graph``.
 
     SUMER ends an episode when the next prompt would not fit the window with room for
-    one turn; AgeMem keeps at most 4096 tokens (its graph's default for local models,
-    chosen for CPU prefill). MemAgent needs none.
+    one turn or the forced answer (the larger of ``turn_tokens`` and ``answer_tokens``); AgeMem keeps at most 4096 tokens (its graph's default for local models,
+    chosen for CPU prefill). MemAgent needs none. A budget that leaves no room for a
+    turn in the window is refused.
 
-    >>> base = dict(output_dir="/tmp/x", bf16=False, turn_tokens=256)
+    >>> base = dict(output_dir="/tmp/x", bf16=False, turn_tokens=256, answer_tokens=64)
     >>> [context_budget(MultiConvGRPOConfig(graph=g, **base), 8192) for g in ("memagent", "sumer", "agemem")]
     [None, 7936, 4096]
     """
-    if config.max_context_tokens is not None or config.graph not in ("sumer", "agemem"):
+    if config.graph not in ("sumer", "agemem"):
         return config.max_context_tokens
-    if window is None:
+    if window is None and config.max_context_tokens is None:
         raise ValueError(
             f"graph {config.graph!r}: the policy's context window is unknown (no max_position_embeddings in its "
             "config); set max_context_tokens"
         )
-    room = window - config.turn_tokens
-    if room < 1:
-        raise ValueError(f"turn_tokens={config.turn_tokens} leaves no room in the policy's {window}-token window")
     if config.graph == "agemem":
         from ..baselines.agemem import LOCAL_CONTEXT_TOKENS
 
-        return min(room, LOCAL_CONTEXT_TOKENS)
-    return room
+        return prompt_budget(window, config.max_context_tokens, config.turn_tokens, cap=LOCAL_CONTEXT_TOKENS)
+    return prompt_budget(window, config.max_context_tokens, max(config.turn_tokens, config.answer_tokens))

@@ -119,7 +119,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
             raise TypeError(f"args must be a MultiConvGRPOConfig, got {type(args).__name__}")
         if graph_builder is None and args.graph not in GRAPHS:
             raise ValueError(f"unknown graph {args.graph!r}; expected one of {sorted(GRAPHS)}")
-        if args.max_context_tokens is None and args.graph in ("sumer", "agemem"):
+        if args.graph in ("sumer", "agemem"):
             # Resolved once here, so the graph's budget and the reward's limit are the same number.
             args.max_context_tokens = context_budget(args, context_window(model))
             logger.info("graph %s: max_context_tokens = %d", args.graph, args.max_context_tokens)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from ...agents.calls import NO_USAGE, TokenUsage, acall_model, add_usage, call_model, positive_int
 from ...agents.compiled_graph import RecursionSizedGraph, node
-from ...agents.loading import context_window
+from ...agents.loading import context_window, prompt_budget
 from ...agents.tokenizers import TokenCodec, resolve_tokenizer
 from .context import (
     TOKENS_PER_MESSAGE,
@@ -423,14 +423,6 @@ class AgeMemGraph(RecursionSizedGraph):
         return arrivals + 2 * turns + 10
 
 
-def local_context_budget(model: BaseChatModel, turn_tokens: int, cap: int) -> int | None:
-    """The model's window minus the turn's generation, at most ``cap``; ``None`` where the window is unknown (servers)."""
-    window = context_window(model)
-    if window is None:
-        return None
-    return max(1, min(cap, window - turn_tokens))
-
-
 def build_agemem_graph(
     model: BaseChatModel,
     *,
@@ -465,7 +457,8 @@ def build_agemem_graph(
         turn_tokens: generation limit of each turn (default 256).
         max_context_tokens: when the rendered context (counted with ``tokenizer``) exceeds
             this, the oldest whole groups are dropped before the call and counted in
-            ``overflow_trims`` (AgeMem penalizes overflow); ``None`` never drops.
+            ``overflow_trims`` (AgeMem penalizes overflow); ``None`` never drops. Where the
+            model's window is known it must leave ``turn_tokens`` for the reply.
         tokenizer: for ``max_context_tokens``; default the model's own (local backends).
         force_answer: in the answer stage, when the turns run out on a tool turn, make one
             tool-free call asking for the answer.
@@ -501,6 +494,7 @@ def build_agemem_graph(
     config = AgeMemConfig(max_turns_per_message=max_turns_per_message, max_stage_turns=max_stage_turns,
                           turn_tokens=turn_tokens, max_context_tokens=max_context_tokens, force_answer=force_answer,
                           first_turn_tool_choice=first_turn_tool_choice, write_mode=write_mode)
+    prompt_budget(context_window(model), max_context_tokens, turn_tokens)  # a prompt and its turn must fit the window
     if max_context_tokens is not None and tokenizer is None and getattr(type(model), "tokenizer", None) is None:
         resolve_tokenizer(None, model)  # no tokenizer to count the context with: fail now, with how to pass one
     if store is None:

@@ -21,8 +21,9 @@ from langgraph.store.base import BaseStore
 from ...agents.answers import last_boxed_content
 from ...agents.calls import NO_USAGE, AnswerOutput, QuestionInput, TokenUsage, positive_int, validated_inputs
 from ...agents.compiled_graph import node
+from ...agents.loading import context_window, prompt_budget
 from ...agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
-from .graph import AgeMemContext, AgeMemGraph, build_agemem_graph, local_context_budget
+from .graph import AgeMemContext, AgeMemGraph, build_agemem_graph
 from .store import LongTermMemory
 from .tools import Stage
 
@@ -328,8 +329,8 @@ def build_agemem_qa_graph(
         chunk_tokens: tokens per stage-1 message for plain documents (default 512).
         distractor_messages, distractor_sentences: the default stage-2 content.
         max_context_tokens: context budget (see :func:`build_agemem_graph`); default for a
-            ``LocalChatModel`` its window minus ``turn_tokens``, at most 4096; unlimited
-            for other models.
+            ``LocalChatModel`` its window minus ``turn_tokens``, at most 4096 (a budget
+            that leaves no room for the turn is refused); unlimited for other models.
         name: graph name.
 
     Returns:
@@ -350,8 +351,7 @@ def build_agemem_qa_graph(
     for option, value in (("chunk_tokens", chunk_tokens), ("distractor_sentences", distractor_sentences)):
         positive_int(option, value)
     positive_int("distractor_messages", distractor_messages, minimum=0)
-    if max_context_tokens is None:
-        max_context_tokens = local_context_budget(model, turn_tokens, LOCAL_CONTEXT_TOKENS)
+    max_context_tokens = prompt_budget(context_window(model), max_context_tokens, turn_tokens, cap=LOCAL_CONTEXT_TOKENS)
     agent = build_agemem_graph(
         model, store=store, embeddings=embeddings, max_turns_per_message=max_turns_per_message,
         max_stage_turns=max_stage_turns, turn_tokens=turn_tokens, max_context_tokens=max_context_tokens,
