@@ -504,8 +504,9 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
     if model is None:
         model = load_chat_model(config.model)
     codec = resolve_tokenizer(config.tokenizer, model)
-    if config.graph_options.max_input_tokens is None and config.context_window is not None:
+    if config.graph_options.max_input_tokens is None and config.context_window is not None and context_window(model) is None:
         # A server does not report its window: the one given for the plots also bounds full context.
+        # A local model's own window already bounds every graph, each less its own generation.
         config = replace(config, graph_options=replace(config.graph_options, max_input_tokens=config.context_window - config.graph_options.answer_tokens))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -212,6 +212,18 @@ def test_graphs_share_samples_and_context_window_bounds_full_context(tmp_path):
     assert "| full_context |" in result.markdown
 
 
+def test_a_model_that_reports_its_window_is_bounded_by_it_not_by_the_plots_window(tmp_path):
+    # Before, the plots' window also became the budget of a local model's graphs, so SUMER's
+    # budget (that window less the answer) could leave no room for its longer turn.
+    class Windowed(ScriptedChatModel):
+        context_window: int = 4000
+
+    result = run_comparison(config(tmp_path, graphs=("full_context",), lengths=(1200,), samples=1, context_window=800),
+                            Windowed(responder=needle_reader))
+    (record,) = read_results(result.results)
+    assert record["error"] is None and record["details"]["truncated"] is False
+
+
 def test_another_configuration_in_the_same_directory_is_refused(tmp_path):
     run_comparison(config(tmp_path, lengths=(600,), samples=1), scripted())
     with pytest.raises(ComparisonError, match="chunk_tokens.*new --out"):
