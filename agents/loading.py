@@ -39,12 +39,11 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
         raise ValueError(f"model spec must be a non-empty string, one of {SPEC_FORMS}; got {spec!r}")
     provider, _, name = spec.partition(":")
     if spec in EMBEDDED_MODELS:
-        from .embedded import embedded_model_dir
         from .local_model import LocalChatModel
 
         # Its weights come from a Q4_1 GGUF, so int4 holds them exactly and decodes ~3x faster.
         kwargs.setdefault("quantization", EMBEDDED_QUANTIZATION)
-        return LocalChatModel(model_path=str(embedded_model_dir()), **kwargs)
+        return LocalChatModel(model_path=model_directory(spec), **kwargs)
     if provider == "hf" and name:
         from .local_model import LocalChatModel
 
@@ -87,6 +86,15 @@ def describe_decoding(temperature: float | None, top_p: float | None = None) -> 
     if temperature == 0:
         return "greedy"
     return f"temperature {temperature:g}" + ("" if top_p is None else f", top_p {top_p:g}")
+
+
+def model_directory(name: str) -> str:
+    """The converted directory of an embedded model's name (converted on first use); any other name unchanged."""
+    if name in EMBEDDED_MODELS:
+        from .embedded import embedded_model_dir
+
+        return str(embedded_model_dir())
+    return name
 
 
 def context_window(model: Any) -> int | None:

@@ -47,7 +47,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
 
-from ..agents.loading import EMBEDDED_MODELS, load_chat_model
+from ..agents.loading import EMBEDDED_MODELS, load_chat_model, model_directory
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
 from .memagent import MemAgentConfig, MemAgentGraph
 from .registry import GraphOptions, build_graph
@@ -107,9 +107,7 @@ def served_tokenizer(environ: Mapping[str, str] = os.environ) -> str | None:
         return environ["MEMAGENT_TOKENIZER"]
     spec = environ.get("MEMAGENT_MODEL") or DEFAULT_MODEL
     if spec in EMBEDDED_MODELS:
-        from ..agents.embedded import embedded_model_dir
-
-        return str(embedded_model_dir())
+        return model_directory(spec)
     provider, _, name = spec.partition(":")
     return name if provider == "hf" and name else None
 

@@ -122,7 +122,7 @@ from typing import Any
 
 import torch
 
-from ..agents.loading import context_window
+from ..agents.loading import context_window, model_directory
 from ..evals.conversations import CONVERSATIONS_TASK
 from .config import PRESETS, MultiConvGRPOConfig
 from .data import conversation_records, generate_samples, load_training_file
@@ -178,20 +178,11 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     return config
 
 
-def policy_path(config: MultiConvGRPOConfig) -> str:
-    """``config.model_name_or_path``, with the embedded model's name resolved to its directory."""
-    if config.model_name_or_path == "smollm2-135m":
-        from ..agents.embedded import embedded_model_dir
-
-        return str(embedded_model_dir())
-    return config.model_name_or_path
-
-
 def load_policy(config: MultiConvGRPOConfig) -> tuple[Any, Any]:
     """The policy model and tokenizer named by ``config.model_name_or_path`` (float32 on CPU)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    name = policy_path(config)
+    name = model_directory(config.model_name_or_path)
     dtype = torch.bfloat16 if config.bf16 else torch.float32
     model = AutoModelForCausalLM.from_pretrained(name, dtype=dtype)
     return model, AutoTokenizer.from_pretrained(name)
@@ -258,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = parse_config(argv)
         records = load_training_file(config.train_file) if config.train_file else None
         # The tool graphs' budget against the policy's window, read from its config alone.
-        config.max_context_tokens = context_budget(config, context_window(policy_path(config)))
+        config.max_context_tokens = context_budget(config, context_window(model_directory(config.model_name_or_path)))
     except (ValueError, OSError) as error:
         for line in str(error).splitlines():
             print(f"{_PROG}: error: {line}", file=sys.stderr)
@@ -276,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["load_policy", "lora_config", "main", "parse_config", "policy_path", "policy_to_train", "training_dataset"]
+__all__ = ["load_policy", "lora_config", "main", "parse_config", "policy_to_train", "training_dataset"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
