@@ -115,12 +115,16 @@ def context_window(model: Any) -> int | None:
     return getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
 
-def prompt_budget(window: int | None, max_context_tokens: int | None, generation_tokens: int, *, cap: int | None = None) -> int | None:
-    """A tool loop's prompt budget: ``max_context_tokens`` checked to leave ``generation_tokens`` in ``window``.
+def prompt_budget(
+    window: int | None, max_context_tokens: int | None, generation_tokens: int, *, cap: int | None = None,
+    name: str = "max_context_tokens", generation: str = "turn",
+) -> int | None:
+    """A prompt budget: ``max_context_tokens`` checked to leave ``generation_tokens`` in ``window``.
 
     By default the window minus the generation (at most ``cap``); ``None`` where neither
     is known (servers enforce their own window). A budget that would let a prompt plus
-    its generation overflow the window is refused, not clipped.
+    its generation overflow the window is refused, not clipped. ``name`` and
+    ``generation`` word the refusal for the caller's option (a tool loop's turn, an answer).
 
     >>> prompt_budget(2048, None, 128), prompt_budget(8192, None, 256, cap=4096), prompt_budget(None, None, 128)
     (1920, 4096, None)
@@ -129,17 +133,17 @@ def prompt_budget(window: int | None, max_context_tokens: int | None, generation
     ...
     ValueError: max_context_tokens=3072 leaves no room for a 128-token turn in the model's 2048-token window: at most 1920
     """
-    positive_int("max_context_tokens", max_context_tokens, optional=True)
+    positive_int(name, max_context_tokens, optional=True)
     if window is None:
         return max_context_tokens
     room = window - generation_tokens
     if room < 1:
-        raise ValueError(f"a {generation_tokens}-token turn leaves no room in the model's {window}-token window")
+        raise ValueError(f"a {generation_tokens}-token {generation} leaves no room in the model's {window}-token window")
     if max_context_tokens is None:
         return room if cap is None else min(room, cap)
     if max_context_tokens > room:
         raise ValueError(
-            f"max_context_tokens={max_context_tokens} leaves no room for a {generation_tokens}-token turn in the "
+            f"{name}={max_context_tokens} leaves no room for a {generation_tokens}-token {generation} in the "
             f"model's {window}-token window: at most {room}"
         )
     return max_context_tokens

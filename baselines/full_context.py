@@ -38,7 +38,7 @@ from ..agents.calls import (
     validated_inputs,
 )
 from ..agents.compiled_graph import node
-from ..agents.loading import context_window
+from ..agents.loading import context_window, prompt_budget
 from ..agents.prompts import ANSWER_FORMATS, FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import HFTokenCodec, TokenCodec, encode_long, resolve_tokenizer
 
@@ -233,18 +233,16 @@ class _FullContextSteps:
         return self._update(fitted, reply)
 
 
-def _model_window_budget(model: BaseChatModel, answer_tokens: int) -> int:
-    """The model's context window minus the answer budget; a model whose window is unknown (a server) must say."""
+def _prompt_budget(model: BaseChatModel, max_input_tokens: int | None, answer_tokens: int) -> int:
+    """The given budget checked against the model's window less the answer, or that room; a server (window unknown) must say."""
     window = context_window(model)
-    if window is None:
+    if window is None and max_input_tokens is None:
         raise ValueError(
             f"max_input_tokens is required for {type(model).__name__}: its context window is unknown (local models "
             "read it from their config.json). Pass build_full_context_graph(model, max_input_tokens=<context window - "
             "answer_tokens>), e.g. max_input_tokens=7168 for an 8K window with answer_tokens=1024"
         )
-    if window <= answer_tokens:
-        raise ValueError(f"answer_tokens={answer_tokens} leaves no room in the model's {window}-token window")
-    return window - answer_tokens
+    return prompt_budget(window, max_input_tokens, answer_tokens, name="max_input_tokens", generation="answer")
 
 
 def build_full_context_graph(
@@ -291,9 +289,7 @@ def build_full_context_graph(
         raise ValueError(f"truncation must be 'center' or 'error', got {truncation!r}")
     if final_prompt not in FULL_CONTEXT_TEMPLATES:
         raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
-    if max_input_tokens is None:
-        max_input_tokens = _model_window_budget(model, answer_tokens)
-    max_input_tokens = positive_int("max_input_tokens", max_input_tokens, unit="number of tokens")
+    max_input_tokens = _prompt_budget(model, max_input_tokens, answer_tokens)
     steps = _FullContextSteps(
         model,
         resolve_tokenizer(tokenizer, model),

@@ -7,7 +7,9 @@ standard error, of the answer F1 (SUMER's judge-free stand-in for J x F1), evide
 the searches, searches, submit rate and valid-call rate, and two shortcut checks: F1 without
 the yes/no questions (a constant "No" scores on those) and answers given without any search.
 Every answer is kept in the results file. It is the ablation of a curriculum: is the gain the
-last stage's, or the earlier adapter's under the same graph settings?
+last stage's, or the earlier adapter's under the same graph settings? With ``--split locomo``
+the questions are the real LoCoMo conv-30's instead (the seeded subset ``bench_locomo --limit``
+answers): the transfer check of adapters trained on generated conversations only.
 
     python -m benchmarks.bench_sumer_episodes --split dev --questions 16 \\
         --adapters runs/sumer-read1 runs/sumer-stage2 -- --search_context 0 --max_context_tokens 6144 \\
@@ -25,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, write_result
-from .bench_learning import SPLITS, held_out_records, tool_use
+from .bench_learning import GROUP_MEASURES, SPLITS, YES_NO, by_question_group, held_out_records, locomo_records, tool_use
 
 NAME = "bench_sumer_episodes"
-YES_NO = {"yes", "no"}
+LOCOMO_SPLIT = "locomo"
 
 
 def shortcut_checks(records: list[dict], evaluation: dict[str, Any]) -> dict[str, Any]:
@@ -48,9 +50,17 @@ def shortcut_checks(records: list[dict], evaluation: dict[str, Any]) -> dict[str
     }
 
 
+def episode_records(config: Any, tokenizer: Any, split: str, questions: int) -> list[dict]:
+    """``questions`` held-out generated conversations of ``split``, or of LoCoMo conv-30 for ``"locomo"`` (all 81 at most)."""
+    return locomo_records(questions) if split == LOCOMO_SPLIT else held_out_records(config, tokenizer, split, questions)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out questions, as in bench_learning (default: %(default)s)")
+    parser.add_argument(
+        "--split", choices=(*SPLITS, LOCOMO_SPLIT), default="dev",
+        help=f"held-out questions, as in bench_learning, or {LOCOMO_SPLIT!r}: LoCoMo conv-30's (default: %(default)s)",
+    )
     parser.add_argument("--questions", type=int, default=16, help="held-out questions (default: %(default)s)")
     parser.add_argument("--adapters", nargs="+", type=Path, required=True, help="trained LoRA adapter directories to compare")
     parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
@@ -63,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(path) for path in args.adapters if not (path / "adapter_config.json").is_file()]
     if missing:
         parser.error(f"--adapters must be saved LoRA adapter directories (with adapter_config.json), got {missing}")
-    from langgraph_memagent.training.evaluation import evaluate_policy
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, evaluate_policy
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
     from langgraph_memagent.training.rollout_graphs import default_reward
 
@@ -75,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"episodes are whole: drop --reading_memory {config.reading_memory!r}")
     load = OtherLoad()
     model, tokenizer = load_policy(config)
-    records = held_out_records(config, tokenizer, args.split, args.questions)
+    records = episode_records(config, tokenizer, args.split, args.questions)
     reward = default_reward(config, shaped=False)
 
     def measure(policy: Any, name: str) -> dict[str, Any]:
@@ -92,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, result in policies.items():
         if name != "untrained":
             result["changes"] = tool_use({"greedy": untrained["greedy"]}, {"greedy": result["greedy"]})["greedy"]
-    settings = {"split": args.split, "questions": args.questions, "trainer_args": args.trainer_args}
+            result["by_question_group"] = by_question_group(
+                PolicyEvaluation.from_dict(untrained["greedy"]), PolicyEvaluation.from_dict(result["greedy"]), records, GROUP_MEASURES
+            )
+    settings = {"split": args.split, "questions": len(records), "trainer_args": args.trainer_args}
     write_result(args.name, {"settings": settings, "questions": [r["question"] for r in records], "gold": [r["answers"] for r in records],
                              "policies": policies, "other_cpu_cores": load.cores()})
     for name, result in policies.items():
@@ -106,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         without = shortcuts["f1_without_yes_no"]
         print(f"{line}; without the {shortcuts['yes_no_questions']} yes/no questions {without:.1f}; "
               f"scoring answers without a search {shortcuts['scoring_answers_without_search']}")
+        for group, parts in result.get("by_question_group", {}).items():
+            print(f"  {group} ({parts['f1']['questions']}): F1 {parts['f1']['change']:+.1f} ± {parts['f1']['standard_error']:.1f}")
     print(f"other load {load.cores():.2f} cores")
     return 0
 

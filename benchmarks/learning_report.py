@@ -14,8 +14,11 @@ decoding (greedy by default), each run's paired change of each measure on questi
 Across runs each change is given as mean ± sd (sample sd), the standard error of the mean
 and its 95% interval (Student's t), beside every run's paired standard error. The report
 also scores constant answers ("yes", "no") on the split: the F1 a policy could reach by
-never reading. The questions are regenerated from each run's settings (split seed, question
-count), so nothing but the results files is needed.
+never reading; and it checks each run's trained answers for shortcuts (``answer_shortcuts``):
+how often the yes/no questions get the same answer, temporal answers that are a year alone
+(token F1 gives them half credit without any day or month), and how many scoring answers
+had found their evidence line. The questions are regenerated from each run's settings
+(split seed, question count), so nothing but the results files is needed.
 
 Example (the twelfth SUMER run's five seeds on test)::
 
@@ -28,11 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .bench_learning import GROUP_MEASURES, across, by_question_group, constant_answer_f1, held_out_conversations
+from .bench_learning import GROUP_MEASURES, YES_NO, across, by_question_group, constant_answer_f1, held_out_conversations
 
 NAME = "learning_report"
 
@@ -53,6 +58,40 @@ def run_changes(run: dict[str, Any], decoding: str) -> dict[str, dict[str, dict[
         raise ValueError(f"the run has no {decoding!r} evaluation; it has {sorted(run['after'])}")
     before, after = (PolicyEvaluation.from_dict(run[side][decoding]) for side in ("before", "after"))
     return by_question_group(before, after, held_out_questions(run["settings"]), GROUP_MEASURES)
+
+
+def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) -> dict[str, Any]:
+    """Shortcuts in one evaluation's answers (one rollout per question): yes/no constants, year-only dates, evidence behind the rest.
+
+    >>> records = [{"answers": ["No"]}, {"answers": ["Yes"]}, {"answers": ["16 August, 2022"], "category": "temporal"},
+    ...            {"answers": ["piano"]}]
+    >>> evaluation = {"rewards": [1.0, 0.0, 0.5, 1.0], "answers": ["No.", "no", "2022", "piano"],
+    ...               "measures": [{}, {}, {"evidence_recall": 0.0}, {"evidence_recall": 1.0}]}
+    >>> answer_shortcuts(records, evaluation)["yes_no"], answer_shortcuts(records, evaluation)["temporal"]
+    ({'questions': 2, 'most_common_answer': 'no', 'most_common_count': 2, 'right': 1}, {'questions': 1, 'scoring': 1, 'year_alone_scoring': 1})
+    >>> answer_shortcuts(records, evaluation)["other"]
+    {'questions': 2, 'scoring': 2, 'exact': 1, 'scoring_with_evidence_found': 1}
+    """
+    rows = list(zip(records, evaluation["answers"], evaluation["rewards"], evaluation["measures"]))
+    yes_no = [(answer or "", reward) for record, answer, reward, _ in rows if record["answers"][0].strip().lower() in YES_NO]
+    first_words = Counter(re.sub(r"[^a-z]", "", answer.strip().lower().split(" ")[0]) for answer, _ in yes_no)
+    common, count = first_words.most_common(1)[0] if yes_no else (None, 0)
+    temporal = [(answer or "", reward) for record, answer, reward, _ in rows if record.get("category") == "temporal"]
+    other = [(reward, measures) for record, _, reward, measures in rows if record["answers"][0].strip().lower() not in YES_NO]
+    return {
+        "yes_no": {"questions": len(yes_no), "most_common_answer": common, "most_common_count": count, "right": sum(reward == 1 for _, reward in yes_no)},
+        "temporal": {
+            "questions": len(temporal),
+            "scoring": sum(reward > 0 for _, reward in temporal),
+            "year_alone_scoring": sum(reward > 0 and re.fullmatch(r"\s*(19|20)\d\d\.?\s*", answer) is not None for answer, reward in temporal),
+        },
+        "other": {
+            "questions": len(other),
+            "scoring": sum(reward > 0 for reward, _ in other),
+            "exact": sum(reward == 1 for reward, _ in other),
+            "scoring_with_evidence_found": sum(reward > 0 and (measures.get("evidence_recall") or 0) > 0 for reward, measures in other),
+        },
+    }
 
 
 def load_runs(paths: list[Path]) -> list[dict[str, Any]]:
@@ -76,7 +115,12 @@ def report(entries: list[dict[str, Any]], decoding: str = "greedy") -> dict[str,
     question_sets = {(e["split"], e["run"]["settings"].get("seed"), e["run"]["settings"].get("eval_questions")) for e in entries}
     if len(question_sets) != 1:
         raise ValueError(f"the runs answered different question sets (split, seed, questions): {sorted(question_sets, key=str)}; report one at a time")
-    per_run = [{"file": e["file"], "seed": e["seed"], "changes": run_changes(e["run"], decoding)} for e in entries]
+    questions = held_out_questions(entries[0]["run"]["settings"])
+    per_run = [
+        {"file": e["file"], "seed": e["seed"], "changes": run_changes(e["run"], decoding),
+         "answer_shortcuts": answer_shortcuts(questions, e["run"]["after"][decoding]) if e["run"]["after"][decoding]["rollouts_per_question"] == 1 else None}
+        for e in entries
+    ]
     groups = dict.fromkeys(group for run in per_run for group in run["changes"])
     summary = {
         group: {
@@ -90,7 +134,7 @@ def report(entries: list[dict[str, Any]], decoding: str = "greedy") -> dict[str,
         "split": entries[0]["split"],
         "runs": per_run,
         "across_runs": summary,
-        "constant_answer_f1": constant_answer_f1(held_out_questions(entries[0]["run"]["settings"])),
+        "constant_answer_f1": constant_answer_f1(questions),
     }
 
 
@@ -115,6 +159,15 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append("| 95% interval (t) | " + " | ".join(f"{s['ci95'][0]:+.1f} to {s['ci95'][1]:+.1f}" for s in summaries) + " |")
     constants = ", ".join(f'"{answer}" {value:.1f}' for answer, value in result["constant_answer_f1"].items())
     lines.append(f"\nF1 of a constant answer on these questions (a policy that never reads): {constants}")
+    for run in result["runs"]:
+        if run["answer_shortcuts"]:
+            yes_no, temporal, other = (run["answer_shortcuts"][part] for part in ("yes_no", "temporal", "other"))
+            lines.append(
+                f"- {run['file']} seed {run['seed']}, trained answers: yes/no {yes_no['most_common_answer']!r} {yes_no['most_common_count']} of "
+                f"{yes_no['questions']} ({yes_no['right']} right); temporal {temporal['scoring']} of {temporal['questions']} score, "
+                f"{temporal['year_alone_scoring']} with a year alone; other {other['scoring']} of {other['questions']} score "
+                f"({other['exact']} exactly, {other['scoring_with_evidence_found']} had found their evidence)"
+            )
     return "\n".join(lines)
 
 

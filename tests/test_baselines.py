@@ -134,6 +134,18 @@ def test_full_context_build_and_input_errors(scripted, smollm2_codec):
         graph.invoke({"question": "Q?", "document": ""})
 
 
+def test_full_context_budget_must_leave_the_answer_room_in_a_reported_window(smollm2_codec):
+    class Windowed(ScriptedChatModel):
+        context_window: int = 2048
+
+    model = Windowed(responder=_echo_boxed)
+    result = build_full_context_graph(model, answer_tokens=48, tokenizer=smollm2_codec).invoke({"question": QUESTION, "document": NUMBERED * 2})
+    assert result["truncated"] is True and 1990 <= result["prompt_tokens"] <= 2000
+    with pytest.raises(ValueError, match="max_input_tokens=2001 leaves no room for a 48-token answer in the model's 2048-token window: at most 2000"):
+        build_full_context_graph(model, max_input_tokens=2001, answer_tokens=48, tokenizer=smollm2_codec)
+    with pytest.raises(ValueError, match="a 2048-token answer leaves no room in the model's 2048-token window"):
+        build_full_context_graph(model, answer_tokens=2048, tokenizer=smollm2_codec)
+
 async def test_full_context_async_answer_is_style(smollm2_codec):
     model = ScriptedChatModel(responder=lambda prompt: "Thinking. Therefore, the answer is **Sentence 7**.")
     graph = build_full_context_graph(model, max_input_tokens=600, tokenizer=smollm2_codec, final_prompt="answer_is")

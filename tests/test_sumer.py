@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from scripted_model import ScriptedChatModel, ScriptedToolModel, tool_call
@@ -518,10 +517,6 @@ def test_locomo_keyword_search_end_to_end():
 
 # The real embedded model -----------------------------------------------------------------
 def test_embedded_smollm2_run_is_bounded(greedy_model):
-    from langgraph_memagent.agents.local_model import LocalChatModel
-
-    if LocalChatModel.bind_tools is BaseChatModel.bind_tools:
-        pytest.skip("LocalChatModel.bind_tools is not implemented yet (agents/local_model.py)")
     graph = build_sumer_graph(
         greedy_model, bank=fresh_bank(), max_turns=3, turn_tokens=48, answer_tokens=32, checkpointer=InMemorySaver()
     )

@@ -328,7 +328,7 @@ def test_learning_benchmark_on_conversations_end_to_end_reports_groups_and_const
     assert json.loads((tmp_path / "report.json").read_text())["runs"][0]["changes"] == greedy
 
 
-def test_learning_report_reproduces_the_five_six_and_seven_run_test_figures_from_the_committed_results(tmp_path, capsys):
+def test_learning_report_reproduces_the_test_and_test2_figures_from_the_committed_results(tmp_path, capsys):
     from benchmarks.learning_report import main
 
     results = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "results").glob("bench_learning_sumer_test_run12_plainread*.json"))
@@ -368,6 +368,19 @@ def test_learning_report_reproduces_the_five_six_and_seven_run_test_figures_from
     assert [round(test2["across_runs"]["all"]["f1"][key], 1) for key in ("mean", "sd", "sem")] == [9.2, 6.1, 3.5]
     assert [round(test2["across_runs"]["all"][measure]["mean"], 1) for measure in ("f1", "evidence_recall")] == [9.2, 18.1]
     assert test2["constant_answer_f1"] == {"yes": pytest.approx(7.8, abs=0.05), "no": pytest.approx(7.0, abs=0.05)}
+    # With the fifth reading-stage seed (13): the four-run figures.
+    assert main([*larger, larger[0].replace("run13_read7", "run19_read13"), "--json", str(tmp_path / "four.json")]) == 0
+    four = json.loads((tmp_path / "four.json").read_text())
+    assert round(four["runs"][3]["changes"]["all"]["f1"]["change"], 1) == 7.8
+    assert [round(four["across_runs"]["all"]["f1"][key], 1) for key in ("mean", "sd", "sem")] == [8.8, 5.0, 2.5]
+    assert [round(bound, 1) for bound in four["across_runs"]["all"]["f1"]["ci95"]] == [0.9, 16.8]
+    assert [round(four["across_runs"]["all"]["evidence_recall"][key], 1) for key in ("mean", "sd")] == [21.3, 9.8]
+    assert four["runs"][3]["answer_shortcuts"]["other"] == {"questions": 109, "scoring": 17, "exact": 7, "scoring_with_evidence_found": 16}
+    # The shortcut checks BENCHMARKS.md gives: seed 7's constant "yes", seed 11's year-only dates.
+    shortcuts = [run["answer_shortcuts"] for run in test2["runs"]]
+    assert shortcuts[0]["yes_no"] == {"questions": 19, "most_common_answer": "yes", "most_common_count": 19, "right": 10}
+    assert shortcuts[2]["temporal"] == {"questions": 12, "scoring": 7, "year_alone_scoring": 6}
+    assert shortcuts[2]["other"] == {"questions": 109, "scoring": 25, "exact": 12, "scoring_with_evidence_found": 20}
 
 
 def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line(tmp_path, capsys):
@@ -535,6 +548,17 @@ def test_episode_benchmark_refuses_what_is_not_an_adapter_or_not_a_whole_episode
     with pytest.raises(SystemExit):
         main(["--adapters", str(tmp_path), "--", "--forced_answer_call", "submit", "--reading_memory", "evidence"])
     assert "episodes are whole: drop --reading_memory 'evidence'" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_episode_benchmark_reads_locomo_conv30_questions_with_their_evidence_and_categories(tmp_path):
+    from benchmarks.bench_sumer_episodes import episode_records
+
+    records = episode_records(None, None, "locomo", 200)
+    assert len(records) == 81 and {r["task"] for r in records} == {"locomo"}
+    assert {r["category"] for r in records} == {"single-hop", "multi-hop", "temporal"} and all(r["evidence"] for r in records)
+    some = episode_records(None, None, "locomo", 8)
+    assert len(some) == 8 and some == [r for r in records if r in some]
+    assert episode_records(parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path)]), None, "dev", 2)[0]["task"] != "locomo"
 
 
 @pytest.mark.embedded
