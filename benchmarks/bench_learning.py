@@ -172,6 +172,15 @@ def by_gold_rank(evaluation: dict[str, Any], ranks: list[int | None]) -> dict[st
     return {rank: 100.0 * sum(values) / len(values) for rank, values in sorted(split.items())}
 
 
+def is_yes_no(record: dict[str, Any]) -> bool:
+    """Whether every gold answer of ``record`` is "yes" or "no": a question a constant answer can score.
+
+    >>> is_yes_no({"answers": [" No"]}), is_yes_no({"answers": ["No", "piano"]})
+    (True, False)
+    """
+    return {answer.strip().lower() for answer in record["answers"]} <= set(YES_NO)
+
+
 def question_groups(records: list[dict[str, Any]]) -> dict[str, list[int]]:
     """Question indices of each group: all, without yes/no, each ``category`` of the records, each half.
 
@@ -184,7 +193,7 @@ def question_groups(records: list[dict[str, Any]]) -> dict[str, list[int]]:
     half = (len(records) + 1) // 2
     groups = {
         "all": list(range(len(records))),
-        "without yes/no": [i for i, record in enumerate(records) if not {a.strip().lower() for a in record["answers"]} <= set(YES_NO)],
+        "without yes/no": [i for i, record in enumerate(records) if not is_yes_no(record)],
     }
     for category in sorted({str(record.get("category")) for record in records}):
         groups[category] = [i for i, record in enumerate(records) if str(record.get("category")) == category]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, write_result
-from .bench_learning import GROUP_MEASURES, SPLITS, YES_NO, by_question_group, held_out_records, locomo_records, tool_use
+from .bench_learning import GROUP_MEASURES, SPLITS, by_question_group, held_out_records, is_yes_no, locomo_records, tool_use
 
 NAME = "bench_sumer_episodes"
 LOCOMO_SPLIT = "locomo"
@@ -41,7 +41,7 @@ def shortcut_checks(records: list[dict], evaluation: dict[str, Any]) -> dict[str
     >>> shortcut_checks(records, evaluation)
     {'yes_no_questions': 1, 'f1_without_yes_no': 50.0, 'scoring_answers_without_search': 1}
     """
-    kept = [reward for record, reward in zip(records, evaluation["rewards"]) if record["answers"][0].lower() not in YES_NO]
+    kept = [reward for record, reward in zip(records, evaluation["rewards"]) if not is_yes_no(record)]
     unsearched = sum(reward > 0 and measures["searches"] == 0 for reward, measures in zip(evaluation["rewards"], evaluation["measures"]))
     return {
         "yes_no_questions": len(records) - len(kept),

@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .bench_learning import GROUP_MEASURES, YES_NO, across, by_question_group, constant_answer_f1, held_out_conversations
+from .bench_learning import GROUP_MEASURES, across, by_question_group, constant_answer_f1, held_out_conversations, is_yes_no
 
 NAME = "learning_report"
 
@@ -73,11 +73,11 @@ def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) 
     {'questions': 2, 'scoring': 2, 'exact': 1, 'scoring_with_evidence_found': 1}
     """
     rows = list(zip(records, evaluation["answers"], evaluation["rewards"], evaluation["measures"]))
-    yes_no = [(answer or "", reward) for record, answer, reward, _ in rows if record["answers"][0].strip().lower() in YES_NO]
+    yes_no = [(answer or "", reward) for record, answer, reward, _ in rows if is_yes_no(record)]
     first_words = Counter(re.sub(r"[^a-z]", "", answer.strip().lower().split(" ")[0]) for answer, _ in yes_no)
     common, count = first_words.most_common(1)[0] if yes_no else (None, 0)
     temporal = [(answer or "", reward) for record, answer, reward, _ in rows if record.get("category") == "temporal"]
-    other = [(reward, measures) for record, _, reward, measures in rows if record["answers"][0].strip().lower() not in YES_NO]
+    other = [(reward, measures) for record, _, reward, measures in rows if not is_yes_no(record)]
     return {
         "yes_no": {"questions": len(yes_no), "most_common_answer": common, "most_common_count": count, "right": sum(reward == 1 for _, reward in yes_no)},
         "temporal": {
