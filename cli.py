@@ -412,7 +412,7 @@ def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
     run.add_argument("--out", default="results", metavar="DIR", help="output directory; re-running resumes (default: %(default)s)")
     run.add_argument("--concurrency", type=int, default=8, help="samples in flight at once (default: %(default)s)")
     run.add_argument("--retry-errors", action="store_true", help="re-run samples that recorded an error")
-    run.add_argument("--context-window", type=int, help="model window in tokens for the plots (default: a local model's own)")
+    run.add_argument("--context-window", type=int, help="model window in tokens: drawn in the plots, and a server's graphs fit their prompts to it (default: a local model's own)")
     run.add_argument("--flops-model", help="model for FLOP estimates: a preset (qwen2.5-7b, qwen2.5-14b, smollm2-135m) or a model dir (default: the model's own, if known)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_options(parser)

@@ -100,11 +100,14 @@ def model_directory(name: str) -> str:
 def context_window(model: Any) -> int | None:
     """A model's window in tokens, or None where it is unknown (servers do not report one).
 
-    Takes a chat model of this package (its ``context_window``), a loaded transformers
-    model (PEFT-wrapped or not), or a local model directory; read without loading weights.
+    Takes a chat model of this package (its ``context_window``), any LangChain chat model
+    whose ``profile`` gives ``max_input_tokens`` (LangChain's field for the window), a
+    loaded transformers model (PEFT-wrapped or not), or a local model directory; read
+    without loading weights.
 
-    >>> context_window(load_chat_model("vllm:m", base_url="http://127.0.0.1:8000/v1")) is None
-    True
+    >>> served = load_chat_model("vllm:m", base_url="http://127.0.0.1:8000/v1")
+    >>> context_window(served), context_window(served.model_copy(update={"profile": {"max_input_tokens": 8192}}))
+    (None, 8192)
     """
     if isinstance(model, (str, Path)):
         from transformers import AutoConfig
@@ -112,6 +115,9 @@ def context_window(model: Any) -> int | None:
         return getattr(AutoConfig.from_pretrained(str(model)), "max_position_embeddings", None)
     if hasattr(model, "context_window"):
         return model.context_window
+    profile = getattr(model, "profile", None)
+    if isinstance(profile, dict) and profile.get("max_input_tokens"):
+        return profile["max_input_tokens"]
     return getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
 

@@ -45,7 +45,9 @@ group (the generator's categories, the questions that are not yes/no, each half;
 ``by_question_group``) and the F1 of constant "yes" and "no" answers (``constant_answer_f1``);
 ``python -m benchmarks.learning_report`` gives them across seeds. Results:
 ``bench_learning_sumer_<split>.json``, figures
-``benchmarks/figures/learning_sumer_reward_curve.png`` and ``learning_sumer_tool_use.png``.
+``benchmarks/figures/learning_sumer_reward_curve.png`` and ``learning_sumer_tool_use.png``;
+``--tag run19`` names them ``bench_learning_sumer_<split>_run19.json`` and
+``learning_sumer_run19_*.png`` instead, so one run does not overwrite another's.
 
 Memory tools (``--preset cpu-agemem``): AgeMem on the same conversations; accuracy is its
 composite reward (answer, context and memory parts, judge-free), and the tool use adds the
@@ -61,6 +63,7 @@ import json
 import logging
 import math
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -453,8 +456,14 @@ def main(argv: list[str] | None = None) -> int:
         "--locomo-questions", type=int, default=0,
         help="also answer this many seeded LoCoMo conv-30 questions greedily before and after (a tool graph's transfer check; default: none)",
     )
+    parser.add_argument(
+        "--tag", default="",
+        help="suffix of the results file and the figures, so a run keeps its own (e.g. run19 -> bench_learning_sumer_test2_run19.json; default: none)",
+    )
     parser.add_argument("trainer_args", nargs="*", help="options for the trainer, after --")
     args = parser.parse_args(argv)
+    if args.tag and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.tag):
+        parser.error(f"--tag must be letters, digits, '_', '.' or '-' (it is part of file names), got {args.tag!r}")
     if args.then_steps < 0 or args.then_temperature <= 0 or args.locomo_questions < 0:
         parser.error(
             f"--then-steps and --locomo-questions must be >= 0 and --then-temperature > 0, got {args.then_steps}, "
@@ -470,13 +479,14 @@ def main(argv: list[str] | None = None) -> int:
         runs = [run_one(args, args.trainer_args, output_dir)]
     graph = runs[0]["settings"]["graph"]
     variant = "" if graph == "memagent" else f"_{graph}"  # MemAgent's files keep their names
+    tag = f"_{args.tag}" if args.tag else ""
     FIGURES.mkdir(parents=True, exist_ok=True)
     first = output_dir / f"seed-{args.seeds[0]}" if args.seeds else output_dir
-    shutil.copyfile(first / "learning_reward_curve.png", FIGURES / f"learning{variant}_reward_curve.png")
+    shutil.copyfile(first / "learning_reward_curve.png", FIGURES / f"learning{variant}{tag}_reward_curve.png")
     if (first / "learning_tool_use.png").is_file():
-        shutil.copyfile(first / "learning_tool_use.png", FIGURES / f"learning{variant}_tool_use.png")
+        shutil.copyfile(first / "learning_tool_use.png", FIGURES / f"learning{variant}{tag}_tool_use.png")
     result = {"split": args.split, "runs": runs, "across_runs": across_runs(runs), "other_cpu_cores": load.cores()}
-    write_result(f"{NAME}{variant}_{args.split}", result)
+    write_result(f"{NAME}{variant}_{args.split}{tag}", result)
     for name, change in result["across_runs"].items():
         errors = ", ".join(f"{error:.1f}" for error in change["within_run_standard_errors_points"])
         spread = f" ± {change['sd']:.1f} sd over {len(runs)} runs" if change["sd"] is not None else ""

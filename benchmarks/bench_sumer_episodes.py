@@ -4,10 +4,13 @@ Each policy answers the same held-out generated conversations (``bench_learning`
 names no training conversation uses) through the whole graph: searches, then ``submit_answer``.
 For each adapter it reports the change from the untrained policy, paired by question with its
 standard error, of the answer F1 (SUMER's judge-free stand-in for J x F1), evidence recall of
-the searches, searches, submit rate and valid-call rate, and two shortcut checks: F1 without
-the yes/no questions (a constant "No" scores on those) and answers given without any search.
-Every answer is kept in the results file. It is the ablation of a curriculum: is the gain the
-last stage's, or the earlier adapter's under the same graph settings? With ``--split locomo``
+the searches, searches, submit rate and valid-call rate, and the shortcut checks: F1 without
+the yes/no questions (a constant "No" scores on those), answers given without any search,
+and ``learning_report``'s yes/no constants, year-only dates and F1 change without either
+(``f1_without_shortcuts``). With several adapters each change is also given as mean ± sd
+across them (``across_adapters``). Every answer is kept in the results file. It is the
+ablation of a curriculum: is the gain the last stage's, or the earlier adapter's under the
+same graph settings? With ``--split locomo``
 the questions are the real LoCoMo conv-30's instead (the seeded subset ``bench_locomo --limit``
 answers): the transfer check of adapters trained on generated conversations only.
 
@@ -27,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, write_result
-from .bench_learning import GROUP_MEASURES, SPLITS, by_question_group, held_out_records, is_yes_no, locomo_records, tool_use
+from .bench_learning import GROUP_MEASURES, SPLITS, across, by_question_group, held_out_records, is_yes_no, locomo_records, tool_use
+from .learning_report import answer_shortcuts, f1_without_shortcuts
 
 NAME = "bench_sumer_episodes"
 LOCOMO_SPLIT = "locomo"
@@ -105,9 +109,17 @@ def main(argv: list[str] | None = None) -> int:
             result["by_question_group"] = by_question_group(
                 PolicyEvaluation.from_dict(untrained["greedy"]), PolicyEvaluation.from_dict(result["greedy"]), records, GROUP_MEASURES
             )
+            result["answer_shortcuts"] = answer_shortcuts(records, result["greedy"])
+            result["f1_without_shortcuts"] = f1_without_shortcuts(records, untrained["greedy"], result["greedy"])
+    adapters = [result for name, result in policies.items() if name != "untrained"]
+    across_adapters = {
+        "f1": across([100 * result["changes"]["f1"]["change"] for result in adapters]),
+        "f1_without_shortcuts": across([result["f1_without_shortcuts"]["change"] for result in adapters]),
+        "evidence_recall": across([100 * result["changes"]["evidence_recall"]["change"] for result in adapters]),
+    }
     settings = {"split": args.split, "questions": len(records), "trainer_args": args.trainer_args}
     write_result(args.name, {"settings": settings, "questions": [r["question"] for r in records], "gold": [r["answers"] for r in records],
-                             "policies": policies, "other_cpu_cores": load.cores()})
+                             "policies": policies, "across_adapters": across_adapters, "other_cpu_cores": load.cores()})
     for name, result in policies.items():
         shortcuts = result["shortcuts"]
         line = f"{name}: greedy F1 {result['greedy']['accuracy']:.1f}"
@@ -121,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
               f"scoring answers without a search {shortcuts['scoring_answers_without_search']}")
         for group, parts in result.get("by_question_group", {}).items():
             print(f"  {group} ({parts['f1']['questions']}): F1 {parts['f1']['change']:+.1f} ± {parts['f1']['standard_error']:.1f}")
+        if "f1_without_shortcuts" in result:
+            free, yes_no, temporal = result["f1_without_shortcuts"], result["answer_shortcuts"]["yes_no"], result["answer_shortcuts"]["temporal"]
+            print(f"  without yes/no and year-only answers ({free['questions']}): F1 {free['change']:+.1f} ± {free['standard_error']:.1f}; "
+                  f"yes/no answered {yes_no['most_common_answer']!r} {yes_no['most_common_count']} of {yes_no['questions']}, "
+                  f"{temporal['year_alone_scoring']} of {temporal['scoring']} scoring temporal answers a year alone")
+    if len(adapters) > 1:
+        print("across adapters (mean ± sd): " + ", ".join(
+            f"{name} {summary['mean']:+.1f} ± {summary['sd']:.1f}" for name, summary in across_adapters.items()))
     print(f"other load {load.cores():.2f} cores")
     return 0
 

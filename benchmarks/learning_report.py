@@ -17,8 +17,10 @@ also scores constant answers ("yes", "no") on the split: the F1 a policy could r
 never reading; and it checks each run's trained answers for shortcuts (``answer_shortcuts``):
 how often the yes/no questions get the same answer, temporal answers that are a year alone
 (token F1 gives them half credit without any day or month), and how many scoring answers
-had found their evidence line. The questions are regenerated from each run's settings
-(split seed, question count), so nothing but the results files is needed.
+had found their evidence line; and the F1 change no shortcut explains
+(``f1_without_shortcuts``: the questions that are not yes/no, a year-only answer scored 0).
+The questions are regenerated from each run's settings (split seed, question count), so
+nothing but the results files is needed.
 
 Example (the twelfth SUMER run's five seeds on test)::
 
@@ -30,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
@@ -60,6 +64,38 @@ def run_changes(run: dict[str, Any], decoding: str) -> dict[str, dict[str, dict[
     return by_question_group(before, after, held_out_questions(run["settings"]), GROUP_MEASURES)
 
 
+def is_year_alone(answer: str | None) -> bool:
+    """Whether ``answer`` is a year and nothing else: token F1 half-credits it against a full date.
+
+    >>> is_year_alone("2022."), is_year_alone("16 August, 2022")
+    (True, False)
+    """
+    return re.fullmatch(r"\s*(19|20)\d\d\.?\s*", answer or "") is not None
+
+
+def f1_without_shortcuts(records: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The greedy F1 change no shortcut explains, in points, paired by question, with its standard error.
+
+    The yes/no questions are left out (a constant answer scores there) and an answer that is
+    a year alone scores 0 on both sides. ``before`` and ``after`` are evaluations of ``records``
+    with one rollout per question.
+
+    >>> records = [{"answers": ["No"]}, {"answers": ["16 August, 2022"]}, {"answers": ["piano"]}, {"answers": ["Oslo"]}]
+    >>> before = {"answers": ["yes", None, "drums", "Oslo"], "measures": [{"f1": 0.0}, {"f1": 0.0}, {"f1": 0.0}, {"f1": 1.0}]}
+    >>> after = {"answers": ["no", "2022", "piano", "Oslo"], "measures": [{"f1": 1.0}, {"f1": 0.5}, {"f1": 1.0}, {"f1": 1.0}]}
+    >>> {name: round(value, 1) for name, value in f1_without_shortcuts(records, before, after).items()}
+    {'change': 33.3, 'standard_error': 33.3, 'questions': 3}
+    """
+    kept = [i for i, record in enumerate(records) if not is_yes_no(record)]
+
+    def scores(evaluation: dict[str, Any]) -> list[float]:
+        return [0.0 if is_year_alone(evaluation["answers"][i]) else evaluation["measures"][i]["f1"] for i in kept]
+
+    differences = [a - b for a, b in zip(scores(after), scores(before))]
+    spread = statistics.stdev(differences) / math.sqrt(len(differences)) if len(differences) > 1 else float("nan")
+    return {"change": 100.0 * statistics.fmean(differences), "standard_error": 100.0 * spread, "questions": len(differences)}
+
+
 def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) -> dict[str, Any]:
     """Shortcuts in one evaluation's answers (one rollout per question): yes/no constants, year-only dates, evidence behind the rest.
 
@@ -83,7 +119,7 @@ def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) 
         "temporal": {
             "questions": len(temporal),
             "scoring": sum(reward > 0 for _, reward in temporal),
-            "year_alone_scoring": sum(reward > 0 and re.fullmatch(r"\s*(19|20)\d\d\.?\s*", answer) is not None for answer, reward in temporal),
+            "year_alone_scoring": sum(reward > 0 and is_year_alone(answer) for answer, reward in temporal),
         },
         "other": {
             "questions": len(other),
@@ -116,11 +152,16 @@ def report(entries: list[dict[str, Any]], decoding: str = "greedy") -> dict[str,
     if len(question_sets) != 1:
         raise ValueError(f"the runs answered different question sets (split, seed, questions): {sorted(question_sets, key=str)}; report one at a time")
     questions = held_out_questions(entries[0]["run"]["settings"])
-    per_run = [
-        {"file": e["file"], "seed": e["seed"], "changes": run_changes(e["run"], decoding),
-         "answer_shortcuts": answer_shortcuts(questions, e["run"]["after"][decoding]) if e["run"]["after"][decoding]["rollouts_per_question"] == 1 else None}
-        for e in entries
-    ]
+    per_run = []
+    for e in entries:
+        changes = run_changes(e["run"], decoding)  # first: it refuses a decoding the run lacks
+        before, after = e["run"]["before"][decoding], e["run"]["after"][decoding]
+        single = after["rollouts_per_question"] == 1  # the shortcut checks read one answer per question
+        per_run.append({
+            "file": e["file"], "seed": e["seed"], "changes": changes,
+            "answer_shortcuts": answer_shortcuts(questions, after) if single else None,
+            "f1_without_shortcuts": f1_without_shortcuts(questions, before, after) if single else None,
+        })
     groups = dict.fromkeys(group for run in per_run for group in run["changes"])
     summary = {
         group: {
@@ -129,12 +170,14 @@ def report(entries: list[dict[str, Any]], decoding: str = "greedy") -> dict[str,
         }
         for group in groups
     }
+    shortcut_free = [run["f1_without_shortcuts"] for run in per_run]
     return {
         "decoding": decoding,
         "split": entries[0]["split"],
         "runs": per_run,
         "across_runs": summary,
         "constant_answer_f1": constant_answer_f1(questions),
+        "f1_without_shortcuts": across([run["change"] for run in shortcut_free]) if all(shortcut_free) else None,
     }
 
 
@@ -168,6 +211,11 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{temporal['year_alone_scoring']} with a year alone; other {other['scoring']} of {other['questions']} score "
                 f"({other['exact']} exactly, {other['scoring_with_evidence_found']} had found their evidence)"
             )
+            free = run["f1_without_shortcuts"]
+            lines.append(f"  F1 change without yes/no questions and year-only answers: {free['change']:+.1f} ± {free['standard_error']:.1f} ({free['questions']} questions)")
+    free = result["f1_without_shortcuts"]
+    if free and free["sd"] is not None:
+        lines.append(f"\nF1 change without shortcuts, across runs: {free['mean']:+.1f} ± {free['sd']:.1f} (95% {free['ci95'][0]:+.1f} to {free['ci95'][1]:+.1f})")
     return "\n".join(lines)
 
 

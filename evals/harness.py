@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -96,7 +96,7 @@ class ComparisonConfig:
     retry_errors: bool = False
     """Re-run samples whose earlier attempt recorded an error (otherwise they count as finished, and wrong)."""
     context_window: int | None = None
-    """Model context window in tokens, drawn as a dashed line (default: read from a local model's config)."""
+    """Model context window in tokens, drawn as a dashed line; a server's graphs fit their prompts to it (default: a local model's own)."""
     flops_model: Any = None
     """FLOP-estimator model: a preset such as ``qwen2.5-14b`` or a model directory (default: the model's own if known, else no FLOPs)."""
     progress: bool = True
@@ -115,8 +115,10 @@ class ComparisonConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ComparisonError(f"{name} must be a positive integer, got {value!r}")
-        if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
-            raise ComparisonError(f"limit must be a positive integer or None, got {self.limit!r}")
+        for name in ("limit", "context_window"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ComparisonError(f"{name} must be a positive integer or None, got {value!r}")
         if self.data:
             self.data = tuple(expand_data_paths(self.data))
         else:
@@ -504,10 +506,10 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
     if model is None:
         model = load_chat_model(config.model)
     codec = resolve_tokenizer(config.tokenizer, model)
-    if config.graph_options.max_input_tokens is None and config.context_window is not None and context_window(model) is None:
-        # A server does not report its window: the one given for the plots also bounds full context.
-        # A local model's own window already bounds every graph, each less its own generation.
-        config = replace(config, graph_options=replace(config.graph_options, max_input_tokens=config.context_window - config.graph_options.answer_tokens))
+    if config.context_window is not None and context_window(model) is None:
+        # A server does not report its window: the given one becomes the model's, so every graph
+        # fits its prompts to it less its own longest generation (SUMER's turn may exceed the answer).
+        model = model.model_copy(update={"profile": {**(model.profile or {}), "max_input_tokens": config.context_window}})
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     _check_manifest(out, _manifest(config, model, codec))

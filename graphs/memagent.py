@@ -44,6 +44,7 @@ from ..agents.calls import (
     validated_inputs,
 )
 from ..agents.compiled_graph import RecursionSizedGraph, node
+from ..agents.loading import context_window
 from ..agents.prompts import MEMORY_START, FinalPromptStyle, final_prompt, memory_update_prompt
 from ..agents.tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
 
@@ -360,7 +361,7 @@ def build_memagent_graph(
     """
     config = MemAgentConfig(chunk_tokens, memory_tokens, answer_tokens, final_prompt)
     codec = resolve_tokenizer(tokenizer, model)
-    _check_window(config, codec, getattr(model, "context_window", None))
+    _check_window(config, codec, context_window(model))
     steps = _MemAgentSteps(model, codec, config)
     builder = StateGraph(MemAgentState, input_schema=MemAgentInput, output_schema=MemAgentOutput)
     builder.add_node("chunk_document", node(steps.chunk_document, steps.achunk_document))

@@ -17,7 +17,7 @@ import time
 
 import pytest
 import tiktoken
-from scripted_model import ScriptedChatModel, memory, section
+from scripted_model import ScriptedChatModel, ScriptedToolModel, memory, section
 
 from langgraph_memagent.agents.tokenizers import TiktokenCodec
 from langgraph_memagent.cli import main
@@ -198,18 +198,44 @@ def test_data_files_instead_of_generated_tasks(tmp_path):
 
 
 def test_graphs_share_samples_and_context_window_bounds_full_context(tmp_path):
-    # A scripted model reports no window: the one given for the plots becomes full context's budget.
-    result = run_comparison(config(tmp_path, graphs=("memagent", "full_context"), lengths=(600, 1200), samples=1, context_window=800), scripted())
+    # A scripted model reports no window: the one given becomes its window, and full context's budget that window less the answer.
+    result = run_comparison(config(tmp_path, graphs=("memagent", "full_context"), lengths=(600, 1200), samples=1, context_window=1000), scripted())
     records = read_results(result.results)
     by_graph = {graph: sorted((r["length"], r["sample_id"]) for r in records if r["graph"] == graph) for graph in ("memagent", "full_context")}
     assert by_graph["memagent"] == by_graph["full_context"] and len(by_graph["memagent"]) == 2
     full = {r["length"]: r for r in records if r["graph"] == "full_context"}
     assert full["600"]["llm_calls"] == 1 and full["600"]["error"] is None and full["600"]["score"] == 1.0
-    # 1200 tokens do not fit 800 - 16 answer tokens: full context center-truncates, MemAgent reads it all.
+    # 1200 tokens do not fit 1000 - 16 answer tokens: full context center-truncates, MemAgent reads it all.
     assert full["600"]["details"]["truncated"] is False and full["1.17K"]["details"]["truncated"] is True
     memagent = next(r for r in records if r["graph"] == "memagent" and r["length"] == "1.17K")
     assert memagent["details"]["chunks_read"] == memagent["details"]["num_chunks"] == memagent["llm_calls"] - 1
     assert "| full_context |" in result.markdown
+    # The window bounds MemAgent's calls too: a chunk, two memories and the template need 884 tokens here.
+    with pytest.raises(ValueError, match="= 884 exceeds the model's 800-token window; use chunk_tokens <= 216"):
+        run_comparison(config(tmp_path, graphs=("memagent",), lengths=(600,), samples=1, context_window=800, out=tmp_path / "small"), scripted())
+
+
+def test_a_server_window_reaches_every_graph_which_keeps_room_for_its_own_generation(tmp_path):
+    # Before, the given window less the answer became every graph's prompt budget, so SUMER,
+    # whose turn is longer than the answer, could send a prompt its turn overflowed.
+    from langgraph_memagent.agents.loading import context_window
+    from langgraph_memagent.baselines.sumer import build_sumer_graph
+
+    seen = []
+
+    def probe(model, options, codec, **graph_kwargs):
+        seen.append((context_window(model), options.max_input_tokens))
+        with pytest.raises(ValueError, match="max_context_tokens=784 leaves no room for a 256-token turn.*at most 544"):
+            build_sumer_graph(model, turn_tokens=256, answer_tokens=16, max_context_tokens=800 - 16)
+        return GRAPHS["full_context"].builder(model, options, codec, **graph_kwargs)
+
+    register_graph("window_probe", probe)
+    try:
+        result = run_comparison(config(tmp_path, graphs=("window_probe",), lengths=(600,), samples=1, context_window=800),
+                                ScriptedToolModel(responder=lambda messages, tools: "The special magic number is 1."))
+    finally:
+        del GRAPHS["window_probe"]
+    assert seen == [(800, None)] and [r["error"] for r in read_results(result.results)] == [None]
 
 
 def test_a_model_that_reports_its_window_is_bounded_by_it_not_by_the_plots_window(tmp_path):
@@ -273,6 +299,11 @@ def test_call_recorder_reads_usage_of_each_call():
 def test_unknown_graph_lists_the_known_ones(tmp_path):
     with pytest.raises(ComparisonError, match=r"\['mem0'\].*memagent, full_context, rag, sumer, agemem, langmem"):
         config(tmp_path, graphs=("memagent", "mem0"))
+
+
+def test_a_window_that_is_not_a_positive_count_is_refused(tmp_path):
+    with pytest.raises(ComparisonError, match="context_window must be a positive integer or None, got 0"):
+        config(tmp_path, context_window=0)
 
 
 def test_unknown_task_lists_the_tasks(tmp_path):
@@ -485,7 +516,7 @@ def test_locomo_through_the_harness_scores_per_category(tmp_path):
 
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langchain_core.messages import AIMessage, ToolMessage
-    from scripted_model import ScriptedToolModel, tool_call
+    from scripted_model import tool_call
 
     from langgraph_memagent.baselines.sumer import build_sumer_graph
 

@@ -314,9 +314,12 @@ def test_learning_benchmark_on_conversations_end_to_end_reports_groups_and_const
     trainer = ["--model_name_or_path", str(tiny_model_dir), "--finetuning", "full", "--max_steps", "1", "--num_generations", "2",
                "--per_device_train_batch_size", "2", "--max_turns", "1", "--num_train_samples", "2",
                "--max_context_tokens", "1536"]  # the preset's 3072 is for SmolLM2; the tiny model has 2048
-    argv = ["--preset", "cpu-sumer", "--eval-questions", "4", "--eval-samples", "1", "--output-dir", str(tmp_path / "run"), "--", *trainer]
+    argv = ["--preset", "cpu-sumer", "--eval-questions", "4", "--eval-samples", "1", "--output-dir", str(tmp_path / "run"),
+            "--tag", "e2e", "--", *trainer]
     assert bench_learning.main(argv) == 0
-    result = json.loads((tmp_path / "results" / "bench_learning_sumer_dev.json").read_text())
+    # The tag names the run's own files, so another run does not overwrite them.
+    assert sorted(path.name for path in (tmp_path / "figures").iterdir()) == ["learning_sumer_e2e_reward_curve.png", "learning_sumer_e2e_tool_use.png"]
+    result = json.loads((tmp_path / "results" / "bench_learning_sumer_dev_e2e.json").read_text())
     run = result["runs"][0]
     records = conversation_records(4, seed=bench_learning.SPLITS["dev"]["seed"], entities=bench_learning.HELD_OUT_ENTITIES)
     assert run["constant_answer_f1"] == bench_learning.constant_answer_f1(records)
@@ -324,7 +327,7 @@ def test_learning_benchmark_on_conversations_end_to_end_reports_groups_and_const
     assert greedy["all"]["f1"]["questions"] == 4 and greedy["first half"]["f1"]["questions"] == 2
     assert "greedy F1 change by question group: all " in capsys.readouterr().out
     # The report regenerates the same questions from the settings, so it gives the run's own figures.
-    assert report_main([str(tmp_path / "results" / "bench_learning_sumer_dev.json"), "--json", str(tmp_path / "report.json")]) == 0
+    assert report_main([str(tmp_path / "results" / "bench_learning_sumer_dev_e2e.json"), "--json", str(tmp_path / "report.json")]) == 0
     assert json.loads((tmp_path / "report.json").read_text())["runs"][0]["changes"] == greedy
 
 
@@ -376,6 +379,9 @@ def test_learning_report_reproduces_the_test_and_test2_figures_from_the_committe
     assert [round(bound, 1) for bound in four["across_runs"]["all"]["f1"]["ci95"]] == [0.9, 16.8]
     assert [round(four["across_runs"]["all"]["evidence_recall"][key], 1) for key in ("mean", "sd")] == [21.3, 9.8]
     assert four["runs"][3]["answer_shortcuts"]["other"] == {"questions": 109, "scoring": 17, "exact": 7, "scoring_with_evidence_found": 16}
+    # Without yes/no questions and year-only answers: seed 11 keeps 13.1 of its 15.7; across the four runs +8.3 ± 3.7.
+    assert [round(run["f1_without_shortcuts"]["change"], 1) for run in four["runs"]] == [6.2, 4.7, 13.1, 9.1]
+    assert [round(four["f1_without_shortcuts"][key], 1) for key in ("mean", "sd")] == [8.3, 3.7]
     # The shortcut checks BENCHMARKS.md gives: seed 7's constant "yes", seed 11's year-only dates.
     shortcuts = [run["answer_shortcuts"] for run in test2["runs"]]
     assert shortcuts[0]["yes_no"] == {"questions": 19, "most_common_answer": "yes", "most_common_count": 19, "right": 10}
@@ -548,6 +554,57 @@ def test_episode_benchmark_refuses_what_is_not_an_adapter_or_not_a_whole_episode
     with pytest.raises(SystemExit):
         main(["--adapters", str(tmp_path), "--", "--forced_answer_call", "submit", "--reading_memory", "evidence"])
     assert "episodes are whole: drop --reading_memory 'evidence'" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_episode_benchmark_end_to_end_gives_each_adapters_shortcut_free_change_and_the_spread_across_adapters(
+        tiny_model_dir, tmp_path, monkeypatch, capsys):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from benchmarks import _common
+    from benchmarks.bench_learning import held_out_conversations, is_yes_no
+    from benchmarks.bench_sumer_episodes import main
+    from benchmarks.learning_report import f1_without_shortcuts
+
+    adapters = []
+    for seed in (1, 2):  # non-zero LoRA weights, so each adapter answers differently from the base
+        torch.manual_seed(seed)
+        lora = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM", init_lora_weights=False)
+        get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir), lora).save_pretrained(tmp_path / f"adapter-{seed}")
+        adapters.append(str(tmp_path / f"adapter-{seed}"))
+    monkeypatch.setattr(_common, "RESULTS_DIR", tmp_path / "results")
+    trainer = ["--model_name_or_path", str(tiny_model_dir), "--max_turns", "1", "--max_context_tokens", "1536",
+               "--forced_answer_call", "submit", "--sumer_require_submit", "false", "--search_context", "0"]
+    assert main(["--questions", "4", "--adapters", *adapters, "--name", "episodes", "--", *trainer]) == 0
+    result = json.loads((tmp_path / "results" / "episodes.json").read_text())
+    records = held_out_conversations("dev", 4)
+    untrained = result["policies"]["untrained"]["greedy"]
+    changes = []
+    for path in adapters:
+        policy = result["policies"][path]
+        assert policy["f1_without_shortcuts"] == f1_without_shortcuts(records, untrained, policy["greedy"])
+        assert policy["answer_shortcuts"]["yes_no"]["questions"] == sum(is_yes_no(record) for record in records)
+        changes.append(policy["f1_without_shortcuts"]["change"])
+    spread = result["across_adapters"]["f1_without_shortcuts"]
+    assert spread["runs"] == 2 and spread["mean"] == pytest.approx(sum(changes) / 2)
+    assert "across adapters (mean ± sd): f1 " in capsys.readouterr().out
+
+
+def test_the_committed_locomo_run_gives_the_shortcut_free_figures_benchmarks_md_reports():
+    from benchmarks.bench_learning import across
+    from benchmarks.bench_sumer_episodes import episode_records
+    from benchmarks.learning_report import f1_without_shortcuts
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    result = json.loads((results / "bench_sumer_episodes_locomo81_test2_adapters.json").read_text())
+    records = episode_records(None, None, "locomo", 81)
+    assert result["questions"] == [record["question"] for record in records]
+    untrained = result["policies"].pop("untrained")["greedy"]
+    free = [f1_without_shortcuts(records, untrained, policy["greedy"])["change"] for policy in result["policies"].values()]
+    assert [round(change, 1) for change in free] == [1.0, 4.2, 0.8, 3.4]
+    assert [round(across(free)[key], 1) for key in ("mean", "sd")] == [2.3, 1.7]
+    assert [round(result["across_adapters"]["f1"][key], 1) for key in ("mean", "sd")] == [6.0, 3.7]
 
 
 def test_episode_benchmark_reads_locomo_conv30_questions_with_their_evidence_and_categories(tmp_path):

@@ -566,6 +566,14 @@ def test_bench_learning_refuses_a_cut_first_phase_before_a_second_and_before_loa
         bench_learning.main(["--then-steps", "2", "--output-dir", str(tmp_path), "--", "--stop_after_steps", "1"])
 
 
+def test_bench_learning_refuses_a_tag_that_is_not_a_file_name_part(capsys):
+    from langgraph_memagent.benchmarks import bench_learning
+
+    with pytest.raises(SystemExit):
+        bench_learning.main(["--tag", "run/19"])
+    assert "--tag must be letters, digits, '_', '.' or '-' (it is part of file names), got 'run/19'" in capsys.readouterr().err
+
+
 class _StandInGeneration:
     """TRL's ``VLLMGeneration`` without vLLM and its NCCL weight push (no GPU here).
 
