@@ -507,8 +507,8 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
         model = load_chat_model(config.model)
     codec = resolve_tokenizer(config.tokenizer, model)
     if config.context_window is not None and context_window(model) is None:
-        # A server does not report its window: the given one becomes the model's, so every graph
-        # fits its prompts to it less its own longest generation (SUMER's turn may exceed the answer).
+        # A server does not report its window: the given one becomes the model's, so each graph with
+        # a budget fits it less its own longest generation (SUMER's turn may exceed the answer).
         model = model.model_copy(update={"profile": {**(model.profile or {}), "max_input_tokens": config.context_window}})
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
