@@ -375,6 +375,17 @@ def test_a_budget_that_overflows_the_embedded_window_is_refused(greedy_model):
     build_agemem_qa_graph(greedy_model, max_context_tokens=7936)
 
 
+def test_a_served_models_known_window_bounds_agemem_without_the_cpu_cap(monkeypatch):
+    from langgraph_memagent.baselines.agemem import protocol
+
+    budgets = []
+    build = protocol.build_agemem_graph
+    monkeypatch.setattr(protocol, "build_agemem_graph", lambda model, **kw: budgets.append(kw["max_context_tokens"]) or build(model, **kw))
+    build_agemem_qa_graph(ScriptedToolModel(responder=lambda messages, tools: "ok", profile={"max_input_tokens": 32768}), tokenizer=WordCodec())
+    build_agemem_qa_graph(scripted("ok"))  # a window nobody gave: unlimited, the server enforces its own
+    assert budgets == [32768 - 256, None]
+
+
 @pytest.mark.embedded
 def test_embedded_model_with_a_required_first_turn_calls_a_tool_after_every_message(greedy_model):
     """The registry's embedded settings: the first turn after each message must call a memory

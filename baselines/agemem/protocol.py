@@ -329,8 +329,11 @@ def build_agemem_qa_graph(
         chunk_tokens: tokens per stage-1 message for plain documents (default 512).
         distractor_messages, distractor_sentences: the default stage-2 content.
         max_context_tokens: context budget (see :func:`build_agemem_graph`); default for a
-            ``LocalChatModel`` its window minus ``turn_tokens``, at most 4096 (a budget
-            that leaves no room for the turn is refused); unlimited for other models.
+            model run in this process (``LocalChatModel``, ``vllm-engine:``) its window minus
+            ``turn_tokens``, at most 4096; for a served model whose window is known (its
+            LangChain profile, or ``compare --context-window``) that window minus
+            ``turn_tokens``, counted with ``tokenizer``; unlimited otherwise. A budget that
+            leaves no room for the turn is refused.
         name: graph name.
 
     Returns:
@@ -351,7 +354,9 @@ def build_agemem_qa_graph(
     for option, value in (("chunk_tokens", chunk_tokens), ("distractor_sentences", distractor_sentences)):
         positive_int(option, value)
     positive_int("distractor_messages", distractor_messages, minimum=0)
-    max_context_tokens = prompt_budget(context_window(model), max_context_tokens, turn_tokens, cap=LOCAL_CONTEXT_TOKENS)
+    # The CPU cap is for models this process runs (they carry a tokenizer); a served model's known window is its own bound.
+    runs_here = getattr(model, "tokenizer", None) is not None
+    max_context_tokens = prompt_budget(context_window(model), max_context_tokens, turn_tokens, cap=LOCAL_CONTEXT_TOKENS if runs_here else None)
     agent = build_agemem_graph(
         model, store=store, embeddings=embeddings, max_turns_per_message=max_turns_per_message,
         max_stage_turns=max_stage_turns, turn_tokens=turn_tokens, max_context_tokens=max_context_tokens,
