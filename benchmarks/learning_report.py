@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
-import statistics
 import sys
 from collections import Counter
 from pathlib import Path
@@ -86,14 +84,13 @@ def f1_without_shortcuts(records: list[dict[str, Any]], before: dict[str, Any], 
     >>> {name: round(value, 1) for name, value in f1_without_shortcuts(records, before, after).items()}
     {'change': 33.3, 'standard_error': 33.3, 'questions': 3}
     """
-    kept = [i for i, record in enumerate(records) if not is_yes_no(record)]
+    from langgraph_memagent.training.evaluation import PolicyEvaluation
 
-    def scores(evaluation: dict[str, Any]) -> list[float]:
-        return [0.0 if is_year_alone(evaluation["answers"][i]) else evaluation["measures"][i]["f1"] for i in kept]
+    def without_year_alone(evaluation: dict[str, Any]) -> PolicyEvaluation:
+        measures = [{"f1": 0.0 if is_year_alone(answer) else measure["f1"]} for answer, measure in zip(evaluation["answers"], evaluation["measures"])]
+        return PolicyEvaluation(0.0, 1, [m["f1"] for m in measures], 0.0, measures)
 
-    differences = [a - b for a, b in zip(scores(after), scores(before))]
-    spread = statistics.stdev(differences) / math.sqrt(len(differences)) if len(differences) > 1 else float("nan")
-    return {"change": 100.0 * statistics.fmean(differences), "standard_error": 100.0 * spread, "questions": len(differences)}
+    return by_question_group(without_year_alone(before), without_year_alone(after), records, ("f1",))["without yes/no"]["f1"]
 
 
 def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) -> dict[str, Any]:
