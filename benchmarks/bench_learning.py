@@ -5,7 +5,10 @@
    ``key_pool="test"``, which no training question uses; evaluate a reported recipe once).
    ``--split test2`` (seed 30000, like test) is a second untouched test set, drawn after
    32 test questions proved too noisy to compare runs: for evaluating kept adapters once on
-   more questions (``--eval-questions 128``).
+   more questions (``--eval-questions 128``). For generated conversations, ``--split
+   dev-varied`` asks dev's questions about dev's facts in other words (several phrasings,
+   often inside longer turns, as LoCoMo's are), and ``--split test-varied`` (seed 40000) is an
+   untouched test set in that wording.
    With the preset's ``gold_position="balanced"`` the gold needle is first in exactly half.
 2. The untrained policy answers them: sampled (temperature 1.0, ``--eval-samples``
    rollouts per question), sampled at the training temperature when that is not 1.0
@@ -78,6 +81,10 @@ SPLITS = {
     "dev": {"seed": 10_000, "key_pool": "train"},
     "test": {"seed": 20_000, "key_pool": "test"},
     "test2": {"seed": 30_000, "key_pool": "test"},
+    # Generated conversations only: the same facts as dev, said and asked in other words (evals.conversations'
+    # wording="varied"), to tune against wording, and an untouched test set in that wording.
+    "dev-varied": {"seed": 10_000, "key_pool": "train", "wording": "varied"},
+    "test-varied": {"seed": 40_000, "key_pool": "test", "wording": "varied"},
 }
 # Generated conversations: every held-out split uses names no training conversation uses.
 HELD_OUT_ENTITIES = "test"
@@ -260,7 +267,7 @@ def held_out_conversations(split: str, questions: int) -> list[dict]:
     """The ``split`` questions on generated conversations, with the held-out entity names."""
     from langgraph_memagent.training.data import conversation_records
 
-    return conversation_records(questions, seed=SPLITS[split]["seed"], entities=HELD_OUT_ENTITIES)
+    return conversation_records(questions, seed=SPLITS[split]["seed"], entities=HELD_OUT_ENTITIES, wording=SPLITS[split].get("wording", "plain"))
 
 
 def held_out_records(config: Any, tokenizer: Any, split: str, questions: int) -> list[dict]:
@@ -271,6 +278,8 @@ def held_out_records(config: Any, tokenizer: Any, split: str, questions: int) ->
 
     if config.task == CONVERSATIONS_TASK:
         return held_out_conversations(split, questions)
+    if "wording" in SPLITS[split]:
+        raise SystemExit(f"split {split!r} rewords generated conversations; task {config.task!r} has no wording: use dev, test or test2")
     return generate_samples(
         config.task, resolve_tokenizer(tokenizer), num_samples=questions, target_tokens=config.target_tokens,
         seed=SPLITS[split]["seed"], num_keys=config.num_keys, key_pool=SPLITS[split]["key_pool"], gold_rank=config.gold_position,
@@ -442,7 +451,7 @@ def across_runs(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out set: dev for tuning, test (or the larger test2) once per reported recipe (default: %(default)s)")
+    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out set: dev (or dev-varied, the same facts in other words) for tuning; test, test2 or test-varied once per reported recipe (default: %(default)s)")
     parser.add_argument("--seeds", type=int, nargs="*", default=None, help="one training run per seed (seed and data_seed); default: one run with the preset's")
     parser.add_argument("--eval-questions", type=int, default=32, help="held-out questions (default: %(default)s)")
     parser.add_argument("--eval-samples", type=int, default=4, help="sampled rollouts per held-out question (default: %(default)s)")

@@ -17,6 +17,11 @@ categories (the loader's numbering) with its gold answer and evidence turn ids:
 * open-domain (3): an inference from a stated fact ("I'm allergic to cats" -> "Would Maya
   want a cat as a pet?" "No"; "I've always wanted a dog" -> "Yes", equally often).
 
+With ``wording="varied"`` each fact is said, and its question asked, in one of several
+phrasings, often inside a longer turn, and an event happened one to three days before its
+session ("two days ago"): closer to LoCoMo, whose questions paraphrase their evidence. The
+facts and evidence ids stay those of the plain wording with the same seed.
+
 The other speaker often states the same kind of fact with another value, so an answer must
 come from the right speaker. Names, places and pets come from two disjoint pools:
 ``entities="train"`` for training sets, ``"test"`` for held-out ones, which should also use
@@ -100,6 +105,80 @@ _CLOSERS = [
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 
 
+# wording="varied": each fact kind's other phrasings of its turn(s) and question, closer to LoCoMo's
+# free paraphrase (the plain wording is always the first), and sentences a fact turn may be wrapped
+# in, so the fact sits inside a longer turn as LoCoMo's do.
+_VARIED_TURNS = {
+    "travel": [["I just got back from a week in {place}! The food was amazing.",
+                "My trip to {place} was unforgettable. I spent every day walking around the old town.",
+                "Finally home again after ten days exploring {place}. I already miss the views.",
+                "{place} was even better than the photos. I'd go back in a heartbeat."]],
+    "pet": [["We got a {animal}! We named him {pet}.",
+             "Meet {pet}, the newest member of our family: a little {animal} we brought home on Sunday.",
+             "Our new {animal} {pet} has been chewing everything in sight, but we love him."]],
+    "job": [["Big news: I start a new job as {a_job} next month.",
+             "I accepted an offer to work as {a_job}! I'm nervous but excited.",
+             "After all those interviews, I'm finally going to be {a_job}. I start next month!"]],
+    "instrument": [["I've been learning to play the {instrument}. My neighbours are patient.",
+                    "My {instrument} lessons are going well. I can finally get through a whole song.",
+                    "I practise the {instrument} every evening now, and my teacher says I'm improving."]],
+    "food": [["Honestly, {food} is my favourite food. I could eat it every day.",
+              "Nothing beats a plate of {food}. It's my all-time favourite.",
+              "If I could only eat one dish for the rest of my life, it would be {food}."]],
+    "relative": [["My {relative} just moved to {place} for work.",
+                  "My {relative} took a job in {place} and moved there last month.",
+                  "Did I tell you my {relative} lives in {place} now?"],
+                 ["I'm flying out to visit my {relative} next week!",
+                  "Next week I'm off to see my {relative}. The flights are booked.",
+                  "I finally booked a trip to see my {relative}. I leave next week."]],
+    "event": [["Guess what, I {past} {when}!",
+               "So {when} I finally {past}. I still can't quite believe it.",
+               "Oh, and I {past} {when}, which was a big step for me."]],
+    "wish": [["I've always wanted a {animal}. I'd adopt one tomorrow if my landlord allowed it.",
+              "Every time I see a {animal} at the shelter I want to take it home.",
+              "Having a {animal} of my own has been my dream since I was a kid."]],
+    "allergy": [["I'm allergic to {animal}s, so I sneeze whenever I visit friends who have one.",
+                 "I can't be around {animal}s for long. My eyes start watering straight away.",
+                 "{Animal}s and I don't get along: I get hives every time I pet one."]],
+}
+_VARIED_QUESTIONS = {
+    "travel": ["Where did {name} travel to?", "Which city did {name} recently visit?", "Where did {name} go on holiday?"],
+    "pet": ["What is the name of {name}'s {animal}?", "What did {name} name the new {animal}?", "What is {name}'s {animal} called?"],
+    "job": ["What is {name}'s new job?", "What job did {name} accept?", "What will {name} work as from next month?"],
+    "instrument": ["Which instrument is {name} learning to play?", "What instrument has {name} been practising?", "What does {name} take lessons in?"],
+    "food": ["What is {name}'s favourite food?", "Which dish does {name} love most?", "What could {name} eat every day?"],
+    "relative": ["Which city is {name} flying to next week?", "Which city will {name} visit next week?", "Where is {name} travelling to next week?"],
+    "event": ["When did {name} {base}?", "On what date did {name} {base}?", "What day did {name} {base}?"],
+    "pet_wish": ["Would {name} want a {animal} as a pet?", "Would {name} likely adopt a {animal}?", "Is {name} likely to get a {animal}?"],
+}
+# How long before the session a dated event happened, said as LoCoMo's speakers say it.
+_WHEN = [(1, "yesterday"), (2, "two days ago"), (3, "three days ago")]
+_LEADS = ["", "", "Things have been hectic lately.", "Oh, I almost forgot to tell you!", "Sorry I went quiet for a few days."]
+_TAILS = ["", "", "Anyway, how have you been?", "Can't wait to tell you more about it.", "What about you, anything new?"]
+WORDINGS = ("plain", "varied")
+
+
+def _article(noun: str) -> str:
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+
+
+def _reword(kind: str, fact: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """``fact`` in a phrasing drawn from ``_VARIED_*``: the same value, evidence turns and category."""
+    slots = dict(fact["slots"])
+    days_before = fact.get("days_before")
+    if kind == "event":
+        days_before, slots["when"] = rng.choice(_WHEN)
+    template = "wish" if kind == "pet_wish" and slots["wants"] else "allergy" if kind == "pet_wish" else kind
+    slots["Animal"] = slots.get("animal", "").capitalize()
+    turns = []
+    for phrasings in _VARIED_TURNS[template]:
+        text = rng.choice(phrasings).format(**slots)
+        turns.append(" ".join(part for part in (rng.choice(_LEADS), text, rng.choice(_TAILS)) if part))
+    # "{name}" stays a placeholder: the speaker is filled in with the question's other fields.
+    question = rng.choice(_VARIED_QUESTIONS[kind]).format(name="{name}", **slots)
+    return {**fact, "turns": turns, "question": question, "days_before": days_before}
+
+
 def _date_time(moment: datetime.datetime) -> str:
     """LoCoMo's session stamp, e.g. ``"4:04 pm on 20 January, 2023"``."""
     hour = moment.hour % 12 or 12
@@ -121,34 +200,41 @@ def _fact(kind: str, rng: random.Random, entities: str, taken: set[str]) -> dict
 
     if kind == "travel":
         place = pick(_PLACES[entities])
-        return {"turns": [f"I just got back from a week in {place}! The food was amazing."], "question": "Where did {name} travel to?", "answer": place, "category": 4}
+        return {"turns": [f"I just got back from a week in {place}! The food was amazing."], "question": "Where did {name} travel to?", "answer": place, "category": 4,
+                "slots": {"place": place}}
     if kind == "pet":
         pet, animal = pick(_PETS[entities]), rng.choice(_ANIMALS)
-        return {"turns": [f"We got a {animal}! We named him {pet}."], "question": "What is the name of {name}'s " + animal + "?", "answer": pet, "category": 4}
+        return {"turns": [f"We got a {animal}! We named him {pet}."], "question": "What is the name of {name}'s " + animal + "?", "answer": pet, "category": 4,
+                "slots": {"pet": pet, "animal": animal}}
     if kind == "job":
         job = pick(_JOBS)
-        return {"turns": [f"Big news: I start a new job as {'an' if job[0] in 'aeiou' else 'a'} {job} next month."], "question": "What is {name}'s new job?", "answer": job, "category": 4}
+        return {"turns": [f"Big news: I start a new job as {_article(job)} next month."], "question": "What is {name}'s new job?", "answer": job, "category": 4,
+                "slots": {"job": job, "a_job": _article(job)}}
     if kind == "instrument":
         instrument = pick(_INSTRUMENTS)
-        return {"turns": [f"I've been learning to play the {instrument}. My neighbours are patient."], "question": "Which instrument is {name} learning to play?", "answer": instrument, "category": 4}
+        return {"turns": [f"I've been learning to play the {instrument}. My neighbours are patient."], "question": "Which instrument is {name} learning to play?", "answer": instrument,
+                "category": 4, "slots": {"instrument": instrument}}
     if kind == "food":
         food = pick(_FOODS)
-        return {"turns": [f"Honestly, {food} is my favourite food. I could eat it every day."], "question": "What is {name}'s favourite food?", "answer": food, "category": 4}
+        return {"turns": [f"Honestly, {food} is my favourite food. I could eat it every day."], "question": "What is {name}'s favourite food?", "answer": food, "category": 4,
+                "slots": {"food": food}}
     if kind == "relative":
         relative, place = rng.choice(_RELATIVES), pick(_PLACES[entities])
         return {
             "turns": [f"My {relative} just moved to {place} for work.", f"I'm flying out to visit my {relative} next week!"],
-            "question": "Which city is {name} flying to next week?", "answer": place, "category": 1,
+            "question": "Which city is {name} flying to next week?", "answer": place, "category": 1, "slots": {"relative": relative, "place": place},
         }
     if kind == "event":
         past, base = rng.choice(_EVENTS)
-        return {"turns": [f"Guess what, I {past} yesterday!"], "question": "When did {name} " + base + "?", "answer": None, "category": 2}
+        return {"turns": [f"Guess what, I {past} yesterday!"], "question": "When did {name} " + base + "?", "answer": None, "category": 2, "days_before": 1,
+                "slots": {"past": past, "base": base}}
     if kind == "pet_wish":
         # Yes or No by a coin: with one answer for all, a policy scored by answering it blind.
         animal, wants = rng.choice(["cat", "dog"]), rng.random() < 0.5
         said = (f"I've always wanted a {animal}. I'd adopt one tomorrow if my landlord allowed it." if wants
                 else f"I'm allergic to {animal}s, so I sneeze whenever I visit friends who have one.")
-        return {"turns": [said], "question": "Would {name} want a " + animal + " as a pet?", "answer": "Yes" if wants else "No", "category": 3}
+        return {"turns": [said], "question": "Would {name} want a " + animal + " as a pet?", "answer": "Yes" if wants else "No", "category": 3,
+                "slots": {"animal": animal, "wants": wants}}
     raise ValueError(f"unknown fact kind {kind!r}")
 
 
@@ -156,12 +242,23 @@ _FACT_KINDS = ("travel", "pet", "job", "instrument", "food", "relative", "event"
 
 
 def generate_conversation(
-    index: int, *, seed: int, entities: str = "train", sessions: tuple[int, int] = (4, 8), turns: tuple[int, int] = (6, 10), facts: int = 6
+    index: int, *, seed: int, entities: str = "train", sessions: tuple[int, int] = (4, 8), turns: tuple[int, int] = (6, 10), facts: int = 6,
+    wording: str = "plain",
 ) -> dict[str, Any]:
     """Conversation ``index`` of the seeded set, in ``locomo10.json``'s record layout (see the module docstring).
 
     ``sessions`` and ``turns`` are (fewest, most) per conversation and per session; ``facts``
-    is how many kinds of fact are planted (up to 8), each with its question.
+    is how many kinds of fact are planted (up to 8), each with its question. ``wording="varied"``
+    says each fact and asks each question in one of several phrasings, often inside a longer
+    turn, and dates events one to three days before their session. Its facts, speakers, sessions
+    and evidence ids are those of the plain conversation with the same arguments: only the words
+    (and an event's date) change, so the two wordings can be compared question by question.
+
+    >>> plain, varied = (generate_conversation(0, seed=7, wording=w) for w in WORDINGS)
+    >>> [qa["evidence"] for qa in plain["qa"]] == [qa["evidence"] for qa in varied["qa"]]
+    True
+    >>> [qa["question"] for qa in plain["qa"]] != [qa["question"] for qa in varied["qa"]]
+    True
     """
     # Two sessions at least: a multi-hop fact spans two.
     for name, (low, high), least in (("sessions", sessions, 2), ("turns", turns, 1)):
@@ -169,6 +266,8 @@ def generate_conversation(
             raise ValueError(f"{name} must be (fewest, most) with {least} <= fewest <= most, got {(low, high)!r}")
     if not 1 <= facts <= len(_FACT_KINDS):
         raise ValueError(f"facts must be between 1 and {len(_FACT_KINDS)}, got {facts!r}")
+    if wording not in WORDINGS:
+        raise ValueError(f"wording must be one of {list(WORDINGS)}, got {wording!r}")
     rng = random.Random(zlib.crc32(f"{seed}/{entities}/{index}".encode()))
     speakers = rng.sample(_NAMES[entities], 2)
     session_count = rng.randint(*sessions)
@@ -185,6 +284,10 @@ def generate_conversation(
         if rng.random() < 0.5 and kind not in ("relative", "event"):
             # The other speaker states the same kind of fact with another value: the answer needs the right speaker.
             plan.append((rng.randrange(session_count), speakers[speakers[0] == speaker], kind, _fact(kind, rng, entities, taken)))
+    if wording == "varied":
+        # Its own generator: the plain draws above and below stay as they are, so both wordings share every fact.
+        words = random.Random(zlib.crc32(f"{seed}/{entities}/{index}/varied".encode()))
+        plan = [(session, speaker, kind, _reword(kind, fact, words)) for session, speaker, kind, fact in plan]
     conversation: dict[str, Any] = {"speaker_a": speakers[0], "speaker_b": speakers[1]}
     evidence = [[""] * len(fact["turns"]) for *_, fact in plan]  # dia ids of each fact's turns
     pending: dict[int, list[tuple[int, int]]] = {}  # session -> (fact index, part)
@@ -218,19 +321,19 @@ def generate_conversation(
     qa = []
     for (_session, speaker, _kind, fact), dia_ids in zip(plan, evidence):
         answer = fact["answer"]
-        if fact["category"] == 2:  # "yesterday", said in the session of the fact's turn
-            answer = _date(session_dates[int(dia_ids[0][1:].split(":")[0]) - 1] - datetime.timedelta(days=1))
+        if fact["category"] == 2:  # "yesterday" (or some days ago), said in the session of the fact's turn
+            answer = _date(session_dates[int(dia_ids[0][1:].split(":")[0]) - 1] - datetime.timedelta(days=fact["days_before"]))
         qa.append({"question": fact["question"].format(name=speaker), "answer": answer, "evidence": dia_ids, "category": fact["category"]})
     return {"sample_id": f"synthetic-{entities}-{seed}-{index}", "conversation": conversation, "qa": qa}
 
 
-def generate_conversations(count: int, *, seed: int, entities: str = "train", **sizes: Any) -> list[dict[str, Any]]:
-    """``count`` seeded conversations (``sizes``: ``sessions``, ``turns``, ``facts`` of :func:`generate_conversation`)."""
+def generate_conversations(count: int, *, seed: int, entities: str = "train", **options: Any) -> list[dict[str, Any]]:
+    """``count`` seeded conversations (``options``: ``sessions``, ``turns``, ``facts``, ``wording`` of :func:`generate_conversation`)."""
     if entities not in ENTITY_POOLS:
         raise ValueError(f"entities must be one of {list(ENTITY_POOLS)}, got {entities!r}")
     if not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be a positive integer, got {count!r}")
-    return [generate_conversation(index, seed=seed, entities=entities, **sizes) for index in range(count)]
+    return [generate_conversation(index, seed=seed, entities=entities, **options) for index in range(count)]
 
 
 def write_conversations(path: str | Path, conversations: Sequence[dict[str, Any]]) -> Path:
@@ -244,4 +347,4 @@ def write_conversations(path: str | Path, conversations: Sequence[dict[str, Any]
     return path
 
 
-__all__ = ["CONVERSATIONS_TASK", "ENTITY_POOLS", "generate_conversation", "generate_conversations", "write_conversations"]
+__all__ = ["CONVERSATIONS_TASK", "ENTITY_POOLS", "WORDINGS", "generate_conversation", "generate_conversations", "write_conversations"]

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from trl import GRPOConfig
 
-from ..evals.conversations import CONVERSATIONS_TASK
+from ..evals.conversations import CONVERSATIONS_TASK, WORDINGS
 from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
 from ..graphs.registry import GRAPHS, GraphOptions, graph_option
@@ -264,6 +264,11 @@ class MultiConvGRPOConfig(GRPOConfig):
         metadata={"help": f"Generated task when no train_file: a RULER task (evals.ruler) or {CONVERSATIONS_TASK!r} "
                   "(LoCoMo-shaped conversations with evidence ids, evals.conversations; for sumer and agemem)."},
     )
+    conversation_wording: str = field(
+        default="plain",
+        metadata={"help": f"Wording of generated conversations: one of {list(WORDINGS)}: one phrasing per fact, or several, "
+                  "often inside longer turns, closer to LoCoMo's (evals.conversations)."},
+    )
     num_train_samples: int = field(default=64, metadata={"help": "Generated training questions."})
     target_tokens: int = field(default=4000, metadata={"help": "Document length of generated tasks, in policy tokens."})
     num_keys: int | None = field(
@@ -325,6 +330,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         choices = {
             "finetuning": ("auto", "lora", "full"),
             "loss_aggregation": ("token", "rollout"),
+            "conversation_wording": WORDINGS,
             "graph": tuple(GRAPHS),
             # The graph options shared with `compare` (tool_choice, search_reply, ...) allow what the registry declares.
             **{name: option.metadata["choices"] for name, option in GraphOptions.__dataclass_fields__.items()

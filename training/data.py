@@ -75,8 +75,9 @@ def _locomo_record(sample: Any) -> dict[str, Any]:
     }
 
 
-def conversation_records(num_questions: int, *, seed: int, entities: str = "train") -> list[dict[str, Any]]:
-    """``num_questions`` questions of seeded generated conversations, as training rows with their evidence ids.
+def conversation_records(num_questions: int, *, seed: int, entities: str = "train", wording: str = "plain") -> list[dict[str, Any]]:
+    """``num_questions`` questions of seeded generated conversations, as training rows with their evidence ids
+    (``wording``: ``"plain"`` or ``"varied"``, see :func:`~langgraph_memagent.evals.conversations.generate_conversation`).
 
     >>> rows = conversation_records(3, seed=1)
     >>> len(rows), sorted(rows[0])[:4], rows[0]["evidence"]
@@ -88,7 +89,7 @@ def conversation_records(num_questions: int, *, seed: int, entities: str = "trai
     records: list[dict[str, Any]] = []
     index = 0
     while len(records) < num_questions:
-        conversation = generate_conversation(index, seed=seed, entities=entities)
+        conversation = generate_conversation(index, seed=seed, entities=entities, wording=wording)
         records += [_locomo_record(sample) for sample in locomo_samples([conversation], f"generated seed {seed}")]
         index += 1
     return records[:num_questions]

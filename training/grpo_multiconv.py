@@ -225,7 +225,7 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
     if records is None and config.train_file:
         records = load_training_file(config.train_file)
     elif records is None and config.task == CONVERSATIONS_TASK:
-        records = conversation_records(config.num_train_samples, seed=config.data_seed, entities="train")
+        records = conversation_records(config.num_train_samples, seed=config.data_seed, entities="train", wording=config.conversation_wording)
     elif records is None:
         records = generate_samples(
             config.task,
