@@ -105,10 +105,10 @@ _CLOSERS = [
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 
 
-# wording="varied": each fact kind's other phrasings of its turn(s) and question, closer to LoCoMo's
-# free paraphrase (the plain wording is always the first), and sentences a fact turn may be wrapped
-# in, so the fact sits inside a longer turn as LoCoMo's do.
-_VARIED_TURNS = {
+# Each fact kind's phrasings of its turn(s) and of its question. The first is the plain wording;
+# wording="varied" draws any, closer to LoCoMo's free paraphrase, and may wrap a fact turn in
+# other sentences, so the fact sits inside a longer turn as LoCoMo's do.
+_FACT_TURNS = {
     "travel": [["I just got back from a week in {place}! The food was amazing.",
                 "My trip to {place} was unforgettable. I spent every day walking around the old town.",
                 "Finally home again after ten days exploring {place}. I already miss the views.",
@@ -134,6 +134,7 @@ _VARIED_TURNS = {
     "event": [["Guess what, I {past} {when}!",
                "So {when} I finally {past}. I still can't quite believe it.",
                "Oh, and I {past} {when}, which was a big step for me."]],
+    # pet_wish, by its answer:
     "wish": [["I've always wanted a {animal}. I'd adopt one tomorrow if my landlord allowed it.",
               "Every time I see a {animal} at the shelter I want to take it home.",
               "Having a {animal} of my own has been my dream since I was a kid."]],
@@ -141,7 +142,7 @@ _VARIED_TURNS = {
                  "I can't be around {animal}s for long. My eyes start watering straight away.",
                  "{Animal}s and I don't get along: I get hives every time I pet one."]],
 }
-_VARIED_QUESTIONS = {
+_FACT_QUESTIONS = {
     "travel": ["Where did {name} travel to?", "Which city did {name} recently visit?", "Where did {name} go on holiday?"],
     "pet": ["What is the name of {name}'s {animal}?", "What did {name} name the new {animal}?", "What is {name}'s {animal} called?"],
     "job": ["What is {name}'s new job?", "What job did {name} accept?", "What will {name} work as from next month?"],
@@ -151,7 +152,7 @@ _VARIED_QUESTIONS = {
     "event": ["When did {name} {base}?", "On what date did {name} {base}?", "What day did {name} {base}?"],
     "pet_wish": ["Would {name} want a {animal} as a pet?", "Would {name} likely adopt a {animal}?", "Is {name} likely to get a {animal}?"],
 }
-# How long before the session a dated event happened, said as LoCoMo's speakers say it.
+# How long before the session a dated event happened, as the speaker says it (the plain wording: yesterday).
 _WHEN = [(1, "yesterday"), (2, "two days ago"), (3, "three days ago")]
 _LEADS = ["", "", "Things have been hectic lately.", "Oh, I almost forgot to tell you!", "Sorry I went quiet for a few days."]
 _TAILS = ["", "", "Anyway, how have you been?", "Can't wait to tell you more about it.", "What about you, anything new?"]
@@ -162,20 +163,23 @@ def _article(noun: str) -> str:
     return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
 
 
-def _reword(kind: str, fact: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """``fact`` in a phrasing drawn from ``_VARIED_*``: the same value, evidence turns and category."""
+def _worded(kind: str, fact: dict[str, Any], rng: random.Random | None) -> dict[str, Any]:
+    """``fact`` with its turns and question: the plain wording without ``rng``, else phrasings drawn from it."""
+    def choose(options: Sequence[Any]) -> Any:
+        return options[0] if rng is None else rng.choice(options)
+
     slots = dict(fact["slots"])
-    days_before = fact.get("days_before")
+    days_before = None
     if kind == "event":
-        days_before, slots["when"] = rng.choice(_WHEN)
-    template = "wish" if kind == "pet_wish" and slots["wants"] else "allergy" if kind == "pet_wish" else kind
-    slots["Animal"] = slots.get("animal", "").capitalize()
+        days_before, slots["when"] = choose(_WHEN)
+    if kind == "pet_wish":
+        slots["Animal"] = slots["animal"].capitalize()
     turns = []
-    for phrasings in _VARIED_TURNS[template]:
-        text = rng.choice(phrasings).format(**slots)
-        turns.append(" ".join(part for part in (rng.choice(_LEADS), text, rng.choice(_TAILS)) if part))
-    # "{name}" stays a placeholder: the speaker is filled in with the question's other fields.
-    question = rng.choice(_VARIED_QUESTIONS[kind]).format(name="{name}", **slots)
+    for phrasings in _FACT_TURNS[("wish" if slots["wants"] else "allergy") if kind == "pet_wish" else kind]:
+        text = choose(phrasings).format(**slots)
+        turns.append(text if rng is None else " ".join(part for part in (rng.choice(_LEADS), text, rng.choice(_TAILS)) if part))
+    # "{name}" stays a placeholder: the speaker is known only once the fact is planted.
+    question = choose(_FACT_QUESTIONS[kind]).format(name="{name}", **slots)
     return {**fact, "turns": turns, "question": question, "days_before": days_before}
 
 
@@ -191,7 +195,7 @@ def _date(day: datetime.date) -> str:
 
 
 def _fact(kind: str, rng: random.Random, entities: str, taken: set[str]) -> dict[str, Any]:
-    """One plantable fact: the turn(s) that state it and the question it answers (speaker filled in later)."""
+    """One plantable fact: its values (``slots``), answer and category; :func:`_worded` words it."""
 
     def pick(pool: Sequence[str]) -> str:
         value = rng.choice([item for item in pool if item not in taken] or list(pool))
@@ -200,41 +204,29 @@ def _fact(kind: str, rng: random.Random, entities: str, taken: set[str]) -> dict
 
     if kind == "travel":
         place = pick(_PLACES[entities])
-        return {"turns": [f"I just got back from a week in {place}! The food was amazing."], "question": "Where did {name} travel to?", "answer": place, "category": 4,
-                "slots": {"place": place}}
+        return {"slots": {"place": place}, "answer": place, "category": 4}
     if kind == "pet":
         pet, animal = pick(_PETS[entities]), rng.choice(_ANIMALS)
-        return {"turns": [f"We got a {animal}! We named him {pet}."], "question": "What is the name of {name}'s " + animal + "?", "answer": pet, "category": 4,
-                "slots": {"pet": pet, "animal": animal}}
+        return {"slots": {"pet": pet, "animal": animal}, "answer": pet, "category": 4}
     if kind == "job":
         job = pick(_JOBS)
-        return {"turns": [f"Big news: I start a new job as {_article(job)} next month."], "question": "What is {name}'s new job?", "answer": job, "category": 4,
-                "slots": {"job": job, "a_job": _article(job)}}
+        return {"slots": {"job": job, "a_job": _article(job)}, "answer": job, "category": 4}
     if kind == "instrument":
         instrument = pick(_INSTRUMENTS)
-        return {"turns": [f"I've been learning to play the {instrument}. My neighbours are patient."], "question": "Which instrument is {name} learning to play?", "answer": instrument,
-                "category": 4, "slots": {"instrument": instrument}}
+        return {"slots": {"instrument": instrument}, "answer": instrument, "category": 4}
     if kind == "food":
         food = pick(_FOODS)
-        return {"turns": [f"Honestly, {food} is my favourite food. I could eat it every day."], "question": "What is {name}'s favourite food?", "answer": food, "category": 4,
-                "slots": {"food": food}}
+        return {"slots": {"food": food}, "answer": food, "category": 4}
     if kind == "relative":
         relative, place = rng.choice(_RELATIVES), pick(_PLACES[entities])
-        return {
-            "turns": [f"My {relative} just moved to {place} for work.", f"I'm flying out to visit my {relative} next week!"],
-            "question": "Which city is {name} flying to next week?", "answer": place, "category": 1, "slots": {"relative": relative, "place": place},
-        }
+        return {"slots": {"relative": relative, "place": place}, "answer": place, "category": 1}
     if kind == "event":
         past, base = rng.choice(_EVENTS)
-        return {"turns": [f"Guess what, I {past} yesterday!"], "question": "When did {name} " + base + "?", "answer": None, "category": 2, "days_before": 1,
-                "slots": {"past": past, "base": base}}
+        return {"slots": {"past": past, "base": base}, "answer": None, "category": 2}  # the date is known once planted
     if kind == "pet_wish":
         # Yes or No by a coin: with one answer for all, a policy scored by answering it blind.
         animal, wants = rng.choice(["cat", "dog"]), rng.random() < 0.5
-        said = (f"I've always wanted a {animal}. I'd adopt one tomorrow if my landlord allowed it." if wants
-                else f"I'm allergic to {animal}s, so I sneeze whenever I visit friends who have one.")
-        return {"turns": [said], "question": "Would {name} want a " + animal + " as a pet?", "answer": "Yes" if wants else "No", "category": 3,
-                "slots": {"animal": animal, "wants": wants}}
+        return {"slots": {"animal": animal, "wants": wants}, "answer": "Yes" if wants else "No", "category": 3}
     raise ValueError(f"unknown fact kind {kind!r}")
 
 
@@ -278,16 +270,16 @@ def generate_conversation(
     plan: list[tuple[int, str, str, dict[str, Any]]] = []
     for kind in kinds:
         speaker = rng.choice(speakers)
-        fact = _fact(kind, rng, entities, taken)
+        fact = _worded(kind, _fact(kind, rng, entities, taken), None)
         first = rng.randrange(session_count - (len(fact["turns"]) > 1))
         plan.append((first, speaker, kind, fact))
         if rng.random() < 0.5 and kind not in ("relative", "event"):
             # The other speaker states the same kind of fact with another value: the answer needs the right speaker.
-            plan.append((rng.randrange(session_count), speakers[speakers[0] == speaker], kind, _fact(kind, rng, entities, taken)))
+            plan.append((rng.randrange(session_count), speakers[speakers[0] == speaker], kind, _worded(kind, _fact(kind, rng, entities, taken), None)))
     if wording == "varied":
         # Its own generator: the plain draws above and below stay as they are, so both wordings share every fact.
         words = random.Random(zlib.crc32(f"{seed}/{entities}/{index}/varied".encode()))
-        plan = [(session, speaker, kind, _reword(kind, fact, words)) for session, speaker, kind, fact in plan]
+        plan = [(session, speaker, kind, _worded(kind, fact, words)) for session, speaker, kind, fact in plan]
     conversation: dict[str, Any] = {"speaker_a": speakers[0], "speaker_b": speakers[1]}
     evidence = [[""] * len(fact["turns"]) for *_, fact in plan]  # dia ids of each fact's turns
     pending: dict[int, list[tuple[int, int]]] = {}  # session -> (fact index, part)
