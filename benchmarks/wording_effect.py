@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,10 +31,15 @@ def _per_question(result: dict[str, Any], policy: str, measure: str) -> list[flo
     return [row.get(measure) if isinstance(row.get(measure), (int, float)) else None for row in measures]
 
 
-def _mean_and_error(values: list[float]) -> dict[str, Any]:
-    """Mean in points and its standard error over questions."""
-    error = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else None
-    return {"change": 100 * statistics.fmean(values), "standard_error": None if error is None else 100 * error, "questions": len(values)}
+def _change(before: list[float], after: list[float]) -> dict[str, Any]:
+    """``after`` less ``before`` in points, paired by question with its standard error (``paired_measure``)."""
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_measure
+
+    def evaluation(values: list[float]) -> PolicyEvaluation:
+        return PolicyEvaluation(0.0, 1, values, 0.0, [{"value": value} for value in values])
+
+    measured = paired_measure(evaluation(before), evaluation(after), "value")
+    return {"change": 100 * measured["change"], "standard_error": 100 * measured["standard_error"], "questions": measured["questions"]}
 
 
 def load_result(path: Path) -> dict[str, Any]:
@@ -80,12 +83,13 @@ def wording_effect(plain: dict[str, Any], varied: dict[str, Any]) -> dict[str, A
             rows = [row for row in zip(*columns) if None not in row]
             if not rows:
                 continue
-            plain_gains = [after - before for before, after, _, _ in rows]
-            varied_gains = [after - before for _, _, before, after in rows]
+            plain_before, plain_after, varied_before, varied_after = (list(column) for column in zip(*rows))
+            plain_gains = [after - before for before, after in zip(plain_before, plain_after)]
+            varied_gains = [after - before for before, after in zip(varied_before, varied_after)]
             per_adapter[adapter][measure] = {
-                "plain": _mean_and_error(plain_gains),
-                "varied": _mean_and_error(varied_gains),
-                "difference": _mean_and_error([v - p for p, v in zip(plain_gains, varied_gains)]),
+                "plain": _change(plain_before, plain_after),
+                "varied": _change(varied_before, varied_after),
+                "difference": _change(plain_gains, varied_gains),
             }
     across_adapters = {
         measure: {side: across([entry[measure][side]["change"] for entry in per_adapter.values() if measure in entry])
@@ -98,8 +102,7 @@ def wording_effect(plain: dict[str, Any], varied: dict[str, Any]) -> dict[str, A
 def markdown(effect: dict[str, Any]) -> str:
     """The report as a markdown table: one row per adapter and measure, then the mean ± sd across adapters."""
     def cell(entry: dict[str, Any]) -> str:
-        error = entry["standard_error"]
-        return f"{entry['change']:+.1f}" + ("" if error is None else f" ± {error:.1f}")
+        return f"{entry['change']:+.1f} ± {entry['standard_error']:.1f}"
 
     lines = [f"| adapter | measure | gain, {effect['splits'][0]} | gain, {effect['splits'][1]} | varied less plain |", "|---|---|---:|---:|---:|"]
     for adapter, measures in effect["adapters"].items():
