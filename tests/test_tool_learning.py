@@ -265,6 +265,11 @@ def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(t
     again = [[turn["dia_id"] for turn in draws(record)["turns"]] for _ in range(4)]
     assert sorted(again[0]) == sorted(t["dia_id"] for t in given["turns"]) and len({tuple(order) for order in again}) > 1
     assert orders == [again[0], again[0]]
+    # A row's orders do not depend on the rows drawn before it, so a resumed run draws what an uninterrupted one does.
+    other = {**record, "question": "Something else?"}
+    resumed = default_graph_input(shuffled)
+    resumed(other)
+    assert [[turn["dia_id"] for turn in resumed(record)["turns"]] for _ in range(4)] == again
 
 
 def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():

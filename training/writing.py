@@ -22,6 +22,8 @@ can reinforce is its content.
 from __future__ import annotations
 
 import random
+import zlib
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -57,18 +59,23 @@ def evidence_sessions_input(row: dict[str, Any]) -> dict[str, Any]:
 def shuffled_evidence_sessions_input(seed: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """``graph_input`` of the shuffled writing curriculum: each call shuffles every evidence session's turns anew.
 
-    The order comes from one ``random.Random(seed)`` drawn in call order, so a run's rollouts
-    are reproducible while the rollouts of one question see different orders.
+    The ``n``-th call for a row draws its order from ``(seed, the row's question and evidence, n)``
+    alone, so a row's orders do not depend on which rows came before it: a run resumed from a
+    checkpoint gives the rows it has still to see the orders an uninterrupted run gives them,
+    while the rollouts of one question see different orders.
 
     >>> row = {"question": "Where?", "document": "...", "evidence": ["D1:3"], "turns": [
     ...     {"dia_id": f"D1:{i}", "session": 1, "speaker": "Ann", "text": f"line {i}"} for i in range(1, 6)]}
     >>> shuffled = shuffled_evidence_sessions_input(seed=0)
     >>> [[turn["dia_id"] for turn in shuffled(row)["turns"]] for _ in range(2)]
-    [['D1:3', 'D1:2', 'D1:1', 'D1:5', 'D1:4'], ['D1:1', 'D1:3', 'D1:2', 'D1:4', 'D1:5']]
+    [['D1:4', 'D1:1', 'D1:3', 'D1:5', 'D1:2'], ['D1:5', 'D1:3', 'D1:1', 'D1:2', 'D1:4']]
     """
-    draw = random.Random(seed)
+    calls: Counter[str] = Counter()
 
     def graph_input(row: dict[str, Any]) -> dict[str, Any]:
+        key = f"{seed}/{row.get('question')}/{row.get('evidence')}"
+        draw = random.Random(zlib.crc32(f"{key}/{calls[key]}".encode()))
+        calls[key] += 1
         turns = evidence_sessions(row)["turns"]
         sessions: dict[Any, list[dict[str, Any]]] = {}
         for turn in turns:
