@@ -61,8 +61,9 @@ def shuffled_evidence_sessions_input(seed: int) -> Callable[[dict[str, Any]], di
 
     The ``n``-th call for a row draws its order from ``(seed, the row's question and evidence, n)``
     alone, so a row's orders do not depend on which rows came before it: a run resumed from a
-    checkpoint gives the rows it has still to see the orders an uninterrupted run gives them,
-    while the rollouts of one question see different orders.
+    checkpoint gives the rows it had not yet seen the orders an uninterrupted run gives them
+    (a row seen on both sides of the resume restarts at ``n = 0``), while the rollouts of one
+    question see different orders.
 
     >>> row = {"question": "Where?", "document": "...", "evidence": ["D1:3"], "turns": [
     ...     {"dia_id": f"D1:{i}", "session": 1, "speaker": "Ann", "text": f"line {i}"} for i in range(1, 6)]}
