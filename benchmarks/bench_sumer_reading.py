@@ -13,6 +13,9 @@ one of these ways and rendered exactly as the search tool replies:
 * ``evidence+question k=K``: the evidence messages among that search's other hits, ``K``
   bare lines in all, in conversation order (the reading curriculum's distractors).
 
+``--search_reply plain`` drops the query from the reply's first line, as the graph option of
+the same name does (the twelfth SUMER recipe trains under it).
+
 The policy (the untrained SmolLM2-135M of ``--preset cpu-sumer``, or with ``--adapter`` a
 trained checkpoint) then makes the forced answer of
 ``build_sumer_graph(forced_answer_call="submit")`` greedily: ``submit_answer`` required,
@@ -43,12 +46,15 @@ NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
 
 
-def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: int) -> dict[str, Any]:
-    """The per-setting rows of an earlier result on the same split and questions; a bad file is one parser error."""
+def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: int, search_reply: str) -> dict[str, Any]:
+    """The per-setting rows of an earlier result on the same split, questions and reply; a bad file is one parser error."""
     settings, memories = earlier_result(parser, path, "settings", "memories")
     if (settings.get("split"), settings.get("questions")) != (split, questions):
         parser.error(f"--before {str(path)!r} has split {settings.get('split')!r} and {settings.get('questions')} questions, "
                      f"this run {split!r} and {questions}")
+    # Results written before the option existed used the tool's default reply.
+    if settings.get("search_reply", "echo") != search_reply:
+        parser.error(f"--before {str(path)!r} has search_reply {settings.get('search_reply', 'echo')!r}, this run {search_reply!r}")
     return memories
 
 
@@ -57,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out questions, as in bench_learning (default: %(default)s)")
     parser.add_argument("--questions", type=int, default=32, help="held-out questions per setting (default: %(default)s)")
     parser.add_argument("--settings", default=DEFAULT_SETTINGS, help="comma-separated memories to try (default: %(default)s)")
+    parser.add_argument("--search_reply", choices=("echo", "plain"), default="echo",
+                        help="the search reply's first line: 'echo' names the query, 'plain' does not (default: %(default)s)")
     parser.add_argument("--adapter", help="a trained LoRA checkpoint directory (default: the untrained policy)")
     parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
     parser.add_argument("--before", type=Path,
@@ -67,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
     if args.questions < 2:
         parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
-    before = _before(parser, args.before, args.split, args.questions) if args.before else None
+    before = _before(parser, args.before, args.split, args.questions, args.search_reply) if args.before else None
     from langgraph_memagent.training.reading import parse_reading_memory, reading_memory
 
     try:
@@ -102,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, Any] = {}
     banks: dict[int, Any] = {}
     for name, setting in tqdm(settings.items(), desc="memories", unit="setting"):
-        memories = [reading_memory(banks, embeddings, record, setting) for record in records]
+        memories = [reading_memory(banks, embeddings, record, setting, echo_query=args.search_reply == "echo") for record in records]
         prompts = [
             SUMER_FORCED_SUBMIT_TEMPLATE.format(source="the conversation", prompt=record["question"], memory=memory)
             for record, (memory, _) in zip(records, memories)
@@ -130,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             change, error = paired_gain(PolicyEvaluation(0.0, 1, [q["f1"] / 100.0 for q in earlier], 0.0), evaluation)
             rows[name].update(f1_before=before[name]["f1"], f1_change=change, f1_change_standard_error=error)
     settings_record = {"split": args.split, "questions": args.questions, "adapter": args.adapter, "turn_tokens": config.turn_tokens,
-                       "before": str(args.before) if args.before else None}
+                       "search_reply": args.search_reply, "before": str(args.before) if args.before else None}
     write_result(args.name, {"settings": settings_record, "memories": rows, "other_cpu_cores": load.cores()})
     print(f"{args.name} ({args.split}, {args.questions} questions, {args.adapter or 'untrained'}): " + "; ".join(
         f"{name}: F1 {row['f1']:.1f} +- {row['f1_standard_error']:.1f}, {row['answers_with_f1']} with F1 > 0, recall {row['evidence_recall']:.0f}%, "

@@ -450,7 +450,9 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
         main(["--settings", "evidence,question k=0 context=1"])
     assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")
     (tmp_path / "other.json").write_text(json.dumps({"settings": {"split": "dev", "questions": 8}, "memories": {}}))
-    for before, expected in (("missing.json", "--before must be a result file of this benchmark"), ("other.json", "8 questions, this run 'dev' and 32")):
+    (tmp_path / "plain.json").write_text(json.dumps({"settings": {"split": "dev", "questions": 32, "search_reply": "plain"}, "memories": {}}))
+    for before, expected in (("missing.json", "--before must be a result file of this benchmark"), ("other.json", "8 questions, this run 'dev' and 32"),
+                             ("plain.json", "has search_reply 'plain', this run 'echo'")):
         with pytest.raises(SystemExit):
             main(["--before", str(tmp_path / before)])
         assert expected in capsys.readouterr().err.splitlines()[-1]
