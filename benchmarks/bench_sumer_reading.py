@@ -52,9 +52,9 @@ def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: 
     if (settings.get("split"), settings.get("questions")) != (split, questions):
         parser.error(f"--before {str(path)!r} has split {settings.get('split')!r} and {settings.get('questions')} questions, "
                      f"this run {split!r} and {questions}")
-    # Results written before the option existed used the tool's default reply.
-    if settings.get("search_reply", "echo") != search_reply:
-        parser.error(f"--before {str(path)!r} has search_reply {settings.get('search_reply', 'echo')!r}, this run {search_reply!r}")
+    earlier_reply = settings.get("search_reply", "echo")  # results from before the option used the tool's default reply
+    if earlier_reply != search_reply:
+        parser.error(f"--before {str(path)!r} has search_reply {earlier_reply!r}, this run {search_reply!r}")
     return memories
 
 
@@ -109,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     description = SubmitAnswerArgs.model_fields["answer"].description.split("(")[0].strip().lower()
     rows: dict[str, Any] = {}
     banks: dict[int, Any] = {}
+    echo_query = args.search_reply == "echo"
     for name, setting in tqdm(settings.items(), desc="memories", unit="setting"):
-        memories = [reading_memory(banks, embeddings, record, setting, echo_query=args.search_reply == "echo") for record in records]
+        memories = [reading_memory(banks, embeddings, record, setting, echo_query=echo_query) for record in records]
         prompts = [
             SUMER_FORCED_SUBMIT_TEMPLATE.format(source="the conversation", prompt=record["question"], memory=memory)
             for record, (memory, _) in zip(records, memories)
