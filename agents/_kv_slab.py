@@ -38,6 +38,15 @@ class SlabLayer(DynamicLayer):
         self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
         self.keys, self.values = keys, values
 
+    @classmethod
+    def from_slabs(cls, key_slab: torch.Tensor, value_slab: torch.Tensor, length: int) -> SlabLayer:
+        """A layer over buffers already holding ``length`` cached columns, without copying them."""
+        layer = cls.__new__(cls)
+        DynamicLayer.__init__(layer)
+        layer.dtype, layer.device, layer.is_initialized = key_slab.dtype, key_slab.device, True
+        layer._key_slab, layer._value_slab, layer._key_length, layer._value_length = key_slab, value_slab, length, length
+        return layer
+
     @property
     def keys(self) -> torch.Tensor | None:
         return None if self._key_slab is None else self._key_slab[:, :, : self._key_length]

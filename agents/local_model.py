@@ -180,6 +180,9 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     )
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")
+    prefix_cache_size: int = Field(
+        16, description="Recent prompts whose caches a new prompt may continue, prefilling only what it does not share with one; 0 = off."
+    )
     default_tool_choice: str | None = Field(
         None, description="tool_choice of bind_tools calls that set none (None: 'auto'); 'required' makes a small model call tools inside libraries (LangMem)."
     )
@@ -228,7 +231,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         chat = cls(model_path=name, **fields)
         chat._engine = BatchedGenerator(
             model, tokenizer, max_batch_size=chat.max_batch_size, batch_window_s=chat.batch_window_ms / 1000,
-            compile_decode=chat.compile_decode,
+            compile_decode=chat.compile_decode, prefix_cache_size=chat.prefix_cache_size,
         )
         return chat
 
@@ -246,6 +249,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
                 max_batch_size=self.max_batch_size,
                 batch_window_s=self.batch_window_ms / 1000,
                 compile_decode=self.compile_decode,
+                prefix_cache_size=self.prefix_cache_size,
             )
         return self._engine
 

@@ -598,3 +598,13 @@ def test_prefill_weights_sign_test_matches_hand_computed_binomial_tails():
     assert sign_test(1, 5) == 2 * (1 + 6) / 64
     assert sign_test(5, 1) == sign_test(1, 5)
     assert sign_test(3, 3) == 1.0 and sign_test(0, 0) == 1.0
+
+
+def test_prefix_cache_benchmark_pairs_each_mode_by_round():
+    """bench_prefix_cache's summary against a hand-computed one (its doctest): speed-up of the mean
+    seconds, reused share over both rounds, greedy agreement with the cache and between whole prefills."""
+    import doctest
+
+    from benchmarks import bench_prefix_cache
+
+    assert doctest.testmod(bench_prefix_cache).failed == 0

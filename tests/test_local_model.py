@@ -155,8 +155,8 @@ def _prefill_cache(length: int, seed: int):
 
 
 def test_decode_batch_keeps_rows_aligned_as_rows_join_grow_and_leave():
-    """Rows joining longer than the batch (by more and by less than the slab's spare room),
-    in-place appends and rows leaving must give exactly the left-padded concatenation."""
+    """Rows joining longer than the batch (by more and by less than the slab's spare room), alone
+    and two in one wave, in-place appends and rows leaving must give exactly the left-padded concatenation."""
     import torch
     import torch.nn.functional as F
 
@@ -167,8 +167,9 @@ def test_decode_batch_keeps_rows_aligned_as_rows_join_grow_and_leave():
     caches = [_prefill_cache(length, seed) for seed, length in enumerate(lengths)]
     expected = [[(layer.keys.clone(), layer.values.clone()) for layer in cache.layers] for cache in caches]
     batch = _DecodeBatch("cpu")
-    for cache, length in zip(caches, lengths):
-        batch.add(cache, length)
+    joined = list(zip(caches, lengths))
+    for wave in (joined[:1], joined[1:3], joined[3:]):
+        batch.add(wave)
     for step in range(SPARE_COLUMNS + 5):  # past the spare room: the slab must grow
         batch.extend_mask()
         for index, layer in enumerate(batch.cache.layers):
@@ -510,3 +511,50 @@ def test_serve_while_decodes_on_the_calling_thread(embedded_model_dir):
     engine.close()
     with pytest.raises(RuntimeError, match="serve_while needs an open engine"):
         engine.serve_while(print)
+
+
+@pytest.mark.embedded
+def test_prompts_sharing_a_prefix_prefill_only_the_rest_and_answer_alike(embedded_model_dir):
+    """A GRPO group's identical prompts and prompts sharing a long system prompt: with the prefix
+    cache the greedy replies are those of whole prefills and the shared tokens are not prefilled
+    again; a new busy spell, or weights changed in place, start from an empty store."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from langgraph_memagent.agents._prefix_cache import PrefixCache, weights_version
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
+    from langgraph_memagent.agents.sampling import SamplingParams
+
+    model = AutoModelForCausalLM.from_pretrained(str(embedded_model_dir), dtype=torch.float32).eval()
+    whole = BatchedGenerator.load(str(embedded_model_dir), prefix_cache_size=0)
+    cached = BatchedGenerator(model, whole.tokenizer, prefix_cache_size=4)
+    system = "You answer questions about a long conversation. " * 12
+    questions = ["Where did Nora travel?", "What pet does Raj have?", "Where did Nora travel?"]
+    texts = [
+        whole.tokenizer.apply_chat_template([{"role": "system", "content": system}, {"role": "user", "content": q}], tokenize=False, add_generation_prompt=True)
+        for q in questions
+    ]
+    prompts = [whole.tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+    shared = next(i for i, (a, b) in enumerate(zip(prompts[0], prompts[1])) if a != b)
+    greedy = SamplingParams(max_tokens=16, temperature=0.0, top_p=1.0)
+
+    expected = [future.result(timeout=120).text for future in [whole.submit(ids, greedy) for ids in prompts]]
+    assert [future.result(timeout=120).text for future in [cached.submit(ids, greedy) for ids in prompts]] == expected
+    # One spell: the second prompt continues the first's system prompt, the third repeats the first.
+    assert cached.prefixes.reused_tokens == shared + len(prompts[2]) - 1
+    assert cached.prefixes.prefilled_tokens == sum(map(len, prompts)) - cached.prefixes.reused_tokens
+
+    reused = cached.prefixes.reused_tokens
+    assert cached.submit(prompts[0], greedy).result(timeout=120).text == expected[0]
+    assert cached.prefixes.reused_tokens == reused  # a new spell: the caller may have changed the model meanwhile
+
+    store, version = PrefixCache(capacity=2), weights_version(model)
+    store.check_weights(version)
+    store.put(prompts[0], [(torch.zeros(1, 1, len(prompts[0]), 1),) * 2])
+    assert store.longest(prompts[2])[0] == len(prompts[2]) - 1
+    with torch.no_grad():
+        model.model.norm.weight.mul_(1.0)  # an in-place update, as an optimizer step makes
+    store.check_weights(weights_version(model))
+    assert weights_version(model) != version and store.longest(prompts[2]) == (0, None)
+    whole.close()
+    cached.close()

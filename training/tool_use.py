@@ -59,7 +59,9 @@ def sumer_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str, 
     which constrained decoding rules out) nor refused for their arguments (SUMER's
     ``rejected_tool_calls``, e.g. a speaker the conversation does not have); None without calls.
     ``submitted`` is 1.0 when the episode ended with ``submit_answer``; ``f1`` scores whatever
-    answer the run returned (Mem0's token F1).
+    answer the run returned (Mem0's token F1). ``search_calls`` keeps each search as the graph ran
+    it (mode, query, speaker, session, k, hits), so a results file shows what the policy asked;
+    the numeric means skip it.
     """
     valid, invalid = output.get("tool_calls") or 0, output.get("invalid_tool_calls") or 0
     rejected = output.get("rejected_tool_calls") or 0
@@ -73,6 +75,7 @@ def sumer_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str, 
         "submitted": float(output.get("stop_reason") == "submitted"),
         "stop_reason": output.get("stop_reason"),
         "f1": _answer_f1(output, sample),
+        "search_calls": [dict(search) for search in searches],
     }
 
 
