@@ -8,7 +8,8 @@ the searches, searches, submit rate and valid-call rate, and the shortcut checks
 the yes/no questions (a constant "No" scores on those), answers given without any search,
 and ``learning_report``'s yes/no constants, year-only dates and F1 change without either
 (``f1_without_shortcuts``). With several adapters each change is also given as mean ± sd
-across them (``across_adapters``). Every answer is kept in the results file. It is the
+across them (``across_adapters``). Every answer and every search call (mode, query,
+speaker, session, k, hits: ``search_calls`` in each rollout's measures) is kept in the results file. It is the
 ablation of a curriculum: is the gain the last stage's, or the earlier adapter's under the
 same graph settings? With ``--split locomo``
 the questions are the real LoCoMo conv-30's instead (the seeded subset ``bench_locomo --limit``

@@ -18,6 +18,8 @@ visible on its own: every batch keeps both parts (``last_components``), logged a
 >>> measures = tool_use_measures(output, {"answers": ["Oslo"], "evidence": ["D3:4", "D5:1"]}, "sumer")
 >>> measures["valid_call_rate"], measures["searches"], measures["evidence_recall"], measures["submitted"], measures["f1"]
 (0.75, 2, 0.5, 1.0, 1.0)
+>>> measures["search_calls"][1], mean_measures([measures])["searches"], "search_calls" in mean_measures([measures])
+({'hits': ['D2:1']}, 2.0, False)
 """
 
 from __future__ import annotations
