@@ -14,7 +14,7 @@ serves it), each greedy, in one interpreter, the two modes alternating round by 
 
 Reported per workload and mode: wall seconds, prompt tokens prefilled and reused, and whether
 every greedy answer is the same text with the cache as without it (splitting a prefill
-changes float32 rounding only). ``python -m benchmarks.bench_prefix_cache`` (about 15 minutes
+changes float32 rounding only). ``python -m benchmarks.bench_prefix_cache`` (about 12 minutes
 on 2 cores).
 """
 
@@ -93,7 +93,7 @@ def summarize(runs: list[dict[str, Any]], rollouts: dict[str, int]) -> dict[str,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("--groups", type=int, default=4, help="reading questions, 8 rollouts each (default: %(default)s)")
-    parser.add_argument("--questions", type=int, default=32, help="held-out dev questions of the episodes (default: %(default)s)")
+    parser.add_argument("--questions", type=int, default=24, help="held-out dev questions of the episodes (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=2, help="runs per workload and mode, alternating (default: %(default)s)")
     args = parser.parse_args(argv)
     for name in ("groups", "questions", "rounds"):
