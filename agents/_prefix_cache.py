@@ -58,7 +58,8 @@ class PrefixCache:
         """The most tokens (up to all but the last) ``prompt_ids`` shares with a stored prompt, and that prompt's per-layer keys and values.
 
         At least one token is left to prefill, since the prefill's last position gives the first
-        sampled token; under :data:`MIN_SHARED_TOKENS`, ``(0, None)``.
+        sampled token; under :data:`MIN_SHARED_TOKENS`, ``(0, None)``. Counts the prompt's
+        tokens as reused or to prefill.
         """
         best, best_layers, best_key = 0, None, None
         limit = len(prompt_ids) - 1
@@ -67,14 +68,18 @@ class PrefixCache:
             if shared > best:
                 best, best_layers, best_key = shared, layers, key
         if best < MIN_SHARED_TOKENS:
-            return 0, None
-        self._entries.move_to_end(best_key)
+            best, best_layers = 0, None
+        else:
+            self._entries.move_to_end(best_key)
+        self.reused_tokens += best
+        self.prefilled_tokens += len(prompt_ids) - best
         return best, best_layers
 
     def put(self, prompt_ids: list[int], layers: list[tuple[Any, Any]]) -> None:
         """Keep ``prompt_ids``' per-layer ``(keys, values)``, shape ``(1, heads, len(prompt_ids), dim)``, never written to."""
-        self._entries[tuple(prompt_ids)] = layers
-        self._entries.move_to_end(tuple(prompt_ids))
+        key = tuple(prompt_ids)
+        self._entries[key] = layers
+        self._entries.move_to_end(key)
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
 
@@ -86,6 +91,8 @@ def _common_prefix(stored: tuple[int, ...], prompt: list[int], limit: int) -> in
     (2, 2)
     """
     count = min(len(stored), len(prompt), limit)
+    if stored[:count] == tuple(prompt[:count]):  # the usual case (a group's same prompt, a turn's history), compared in C
+        return count
     for index in range(count):
         if stored[index] != prompt[index]:
             return index

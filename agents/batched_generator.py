@@ -297,13 +297,12 @@ class BatchedGenerator:
                 self.prefixes.check_weights(weights_version(self.model))
                 shared, layers = self.prefixes.longest(prompt)
                 if layers is not None:
-                    cache = DynamicCache(ddp_cache_data=[(keys[:, :, :shared], values[:, :, :shared]) for keys, values in layers])
+                    cache = DynamicCache()
+                    cache.layers[:] = [_continuing(keys[:, :, :shared], values[:, :, :shared]) for keys, values in layers]
             output = self.model(input_ids=torch.tensor([prompt[shared:]], device=self.device), cache=cache, use_cache=True, logits_to_keep=1)
             # Only plain full-attention layers can be cut at any length and continued.
             if self.prefixes is not None and all(type(layer) is DynamicLayer for layer in output.cache.layers):
                 self.prefixes.put(prompt, [(layer.keys, layer.values) for layer in output.cache.layers])
-                self.prefixes.reused_tokens += shared
-                self.prefixes.prefilled_tokens += len(prompt) - shared
         logits = mask_logits(output.logits[:, -1, :], [request.constraint])
         token = next_tokens(logits, [request.params], [request.prompt_ids])[0]
         if request.constraint is not None:
@@ -350,6 +349,17 @@ class BatchedGenerator:
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         row.request.future.set_result(Completion(row.request.prompt_ids, list(ids), text, finish_reason))
         return True
+
+
+def _continuing(keys: Any, values: Any) -> Any:
+    """A cache layer holding a stored prefix's views: the prefill's own concatenation is the one copy made
+    (``DynamicCache(ddp_cache_data=...)`` would copy the prefix once more)."""
+    from transformers.cache_utils import DynamicLayer
+
+    layer = DynamicLayer()
+    layer.lazy_initialization(keys, values)
+    layer.keys, layer.values = keys, values
+    return layer
 
 
 class _DecodeBatch:

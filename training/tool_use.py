@@ -77,7 +77,7 @@ def sumer_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str, 
         "submitted": float(output.get("stop_reason") == "submitted"),
         "stop_reason": output.get("stop_reason"),
         "f1": _answer_f1(output, sample),
-        "search_calls": [dict(search) for search in searches],
+        "search_calls": list(searches),
     }
 
 
