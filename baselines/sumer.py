@@ -60,6 +60,7 @@ from .sumer_prompts import (
     SUBMIT_TOOL,
     SUMER_FORCED_ANSWER_TEMPLATE,
     SUMER_FORCED_SUBMIT_TEMPLATE,
+    QueryStyle,
     SearchMemoryArgs,
     SearchMode,
     SubmitAnswerArgs,
@@ -199,10 +200,12 @@ class _SumerSteps:
         final_prompt: FinalPromptStyle,
         tool_choice: ToolChoice,
         search_reply: SearchReply,
+        query_style: QueryStyle,
     ):
         self.model = model
         self.echo_query = search_reply == "echo"
-        tools = sumer_tools(bank.context)
+        self.query_style = query_style
+        tools = sumer_tools(bank.context, query_style)
         try:
             self.agent_model = model.bind_tools(tools, tool_choice=tool_choice).bind(max_tokens=turn_tokens)
         except NotImplementedError as error:
@@ -269,6 +272,7 @@ class _SumerSteps:
             max_turns=self.max_turns,
             context=self.bank.context,
             overview=overview,
+            query_style=self.query_style,
         )
         opening = [SystemMessage(system), HumanMessage(f"Question: {question}")]
         context_tokens = self.tools_tokens + sum(self.count(_prompt_text(message)) for message in opening)
@@ -540,6 +544,7 @@ def build_sumer_graph(
     final_prompt: FinalPromptStyle = "boxed",
     tool_choice: ToolChoice = "auto",
     search_reply: SearchReply = "echo",
+    query_style: QueryStyle = "free",
     checkpointer: BaseCheckpointSaver | None = None,
     name: str = "sumer",
 ) -> SumerGraph:
@@ -590,6 +595,10 @@ def build_sumer_graph(
             (ours; the paper does not say), ``"plain"`` gives the number of matches alone. A
             135M policy that writes its query as a guessed answer copies an echoed query into
             its answer instead of reading the matches.
+        query_style: what the prompts ask a query to be: ``"free"`` (the SUMER paper) or
+            ``"question"`` (ours: the question's own words, in the system prompt's rules and the
+            query's description; a 135M policy left free queries with a guessed answer or the
+            tool's name).
         checkpointer: any LangGraph checkpointer (the document never enters checkpoints).
         name: graph name.
 
@@ -621,6 +630,7 @@ def build_sumer_graph(
     for option, value, choices in (
         ("final_prompt", final_prompt, FinalPromptStyle), ("tool_choice", tool_choice, ToolChoice),
         ("forced_answer_call", forced_answer_call, ForcedAnswerCall), ("search_reply", search_reply, SearchReply),
+        ("query_style", query_style, QueryStyle),
     ):
         if value not in get_args(choices):
             raise ValueError(f"{option} must be {' or '.join(map(repr, get_args(choices)))}, got {value!r}")
@@ -647,6 +657,7 @@ def build_sumer_graph(
         final_prompt=final_prompt,
         tool_choice=tool_choice,
         search_reply=search_reply,
+        query_style=query_style,
     )
     builder = StateGraph(SumerState, input_schema=SumerInput, output_schema=SumerOutput)
     builder.add_node("ingest", node(steps.ingest, steps.aingest))

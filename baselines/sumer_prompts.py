@@ -22,6 +22,8 @@ from ..agents.prompts import answer_template
 from .memory_bank import SUMER_CONTEXT
 
 SearchMode = Literal["semantic", "keyword"]
+# What the prompts ask a query to be: anything (the SUMER paper) or the question's own words.
+QueryStyle = Literal["free", "question"]
 
 SEARCH_TOOL = "search_memory"
 SUBMIT_TOOL = "submit_answer"
@@ -75,11 +77,23 @@ def _neighbours(context: int) -> str:
     return f" with the {'message' if context == 1 else f'{context} messages'} before and after it"
 
 
-def sumer_tools(context: int = SUMER_CONTEXT) -> list[dict[str, Any]]:
-    """The OpenAI-format schemas of ``search_memory`` and ``submit_answer`` for a bank showing ``context`` neighbours."""
+# A 135M policy left free writes its query as the start of a guessed answer, or as the tool's own
+# name; the question's words find the evidence far more often.
+_QUESTION_QUERY = "semantic mode: the question's own words; keyword mode: words that must all appear in a message"
+_QUESTION_QUERY_RULE = " Write each query in the question's own words: not the tool's name, not a guessed answer."
+
+
+def sumer_tools(context: int = SUMER_CONTEXT, query_style: QueryStyle = "free") -> list[dict[str, Any]]:
+    """The OpenAI-format schemas of ``search_memory`` and ``submit_answer`` for a bank showing ``context`` neighbours.
+
+    >>> sumer_tools(0, "question")[0]["function"]["parameters"]["properties"]["query"]["description"][:40]
+    "semantic mode: the question's own words;"
+    """
     search = _tool_schema(SEARCH_TOOL, SearchMemoryArgs)
     each = f", each{_neighbours(context)}" if context else ""
     search["function"]["description"] = f"Search the memory of the conversation. Returns the matching messages{each}."
+    if query_style == "question":
+        search["function"]["parameters"]["properties"]["query"]["description"] = _QUESTION_QUERY
     return [search, _tool_schema(SUBMIT_TOOL, SubmitAnswerArgs)]
 
 
@@ -91,14 +105,17 @@ Tools:
 - search_memory(query, mode, speaker, session, k): mode "semantic" finds messages similar in meaning to a natural-language query; mode "keyword" finds messages that contain every keyword (names, places, dates, rare words work best). Filter by speaker or session when the question names them. Each match comes{neighbours} with its session and date.
 - submit_answer(answer): give the final, short answer. This ends the episode.
 
-Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. Search until you have the evidence, rewording or switching mode when a search finds nothing, then call submit_answer. Answer from the memory, not from guesses; give dates as the memory states them.{overview}"""
+Rules: at most {max_parallel_calls} tool calls per turn and {max_turns} turns. Search until you have the evidence, rewording or switching mode when a search finds nothing, then call submit_answer.{query_rule} Answer from the memory, not from guesses; give dates as the memory states them.{overview}"""
 
 
-def sumer_system_prompt(*, source: str, items: str, context: int, max_parallel_calls: int, max_turns: int, overview: str) -> str:
+def sumer_system_prompt(
+    *, source: str, items: str, context: int, max_parallel_calls: int, max_turns: int, overview: str, query_style: QueryStyle = "free"
+) -> str:
     """SUMER's system prompt for a bank of ``items`` from ``source`` showing ``context`` neighbours per hit."""
     neighbours = _neighbours(context) + "," if context else ""
     return _SYSTEM_PROMPT.format(
-        source=source, items=items, neighbours=neighbours, max_parallel_calls=max_parallel_calls, max_turns=max_turns, overview=overview
+        source=source, items=items, neighbours=neighbours, max_parallel_calls=max_parallel_calls, max_turns=max_turns,
+        query_rule=_QUESTION_QUERY_RULE if query_style == "question" else "", overview=overview,
     )
 
 

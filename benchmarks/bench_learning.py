@@ -104,6 +104,8 @@ CONFIG_KEYS = (
 )
 # AgeMem's graph options, in the settings of AgeMem runs only (earlier runs' kept files stay valid).
 AGEMEM_KEYS = ("agemem_turns_per_message", "agemem_stage_turns", "agemem_distractor_messages", "agemem_write_mode")
+# Options added later, in the settings only when not at their default (earlier runs' kept files stay valid).
+LATER_KEYS = {"query_style": "free"}
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
     "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "agemem_sessions", "init_adapter",
@@ -371,7 +373,8 @@ def run_one(args: argparse.Namespace, trainer_args: list[str], output_dir: Path)
     # What the "before" numbers depend on: a kept before.json must match this run.
     settings = {"split": args.split, **SPLITS[args.split], "eval_questions": args.eval_questions, "eval_samples": args.eval_samples,
                 "locomo_questions": args.locomo_questions,
-                **{key: getattr(config, key) for key in CONFIG_KEYS + (AGEMEM_KEYS if config.graph == "agemem" else ())}}
+                **{key: getattr(config, key) for key in CONFIG_KEYS + (AGEMEM_KEYS if config.graph == "agemem" else ())},
+                **{key: getattr(config, key) for key, default in LATER_KEYS.items() if getattr(config, key) != default}}
     training = {key: getattr(config, key) for key in TRAINING_KEYS}
     planned = [(config.temperature, config.max_steps)] + ([(args.then_temperature, config.max_steps + args.then_steps)] if args.then_steps else [])
     kept = kept_result(output_dir / "result.json", settings, training, planned)

@@ -27,7 +27,7 @@ from ..baselines.agemem.tools import WRITE_MODES
 from ..baselines.full_context import build_full_context_graph
 from ..baselines.langmem_graph import build_langmem_graph
 from ..baselines.rag import build_rag_graph
-from ..baselines.sumer import ForcedAnswerCall, SearchReply, ToolChoice, build_sumer_graph
+from ..baselines.sumer import ForcedAnswerCall, QueryStyle, SearchReply, ToolChoice, build_sumer_graph
 from .memagent import build_memagent_graph
 
 
@@ -66,6 +66,12 @@ class GraphOptions:
         metadata={"help": "SUMER: a search reply's first line: 'echo' names the mode and the query (ours; the paper does not say), "
                   "'plain' the number of matches alone (a small policy copies an echoed query into its answer).",
                   "choices": get_args(SearchReply)},
+    )
+    query_style: str = field(
+        default="free",
+        metadata={"help": "SUMER: what the prompts ask a query to be: 'free' (SUMER paper) or 'question' (ours: the question's own "
+                  "words; a small policy left free queries with a guessed answer or the tool's name).",
+                  "choices": get_args(QueryStyle)},
     )
     tool_choice: str = field(
         default="auto",
@@ -237,7 +243,7 @@ def _sumer(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph_
     return build_sumer_graph(
         model, embeddings=_embeddings(options), max_parallel_calls=options.max_parallel_calls, answer_tokens=options.answer_tokens,
         tokenizer=tokenizer, final_prompt=options.final_prompt, tool_choice=options.tool_choice,
-        forced_answer_call=options.forced_answer_call, search_reply=options.search_reply,
+        forced_answer_call=options.forced_answer_call, search_reply=options.search_reply, query_style=options.query_style,
         **_given(max_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
                  chunk_tokens=options.memory_item_tokens, search_context=options.search_context),
         **graph_kwargs,

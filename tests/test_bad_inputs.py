@@ -308,6 +308,7 @@ ROWS: list[Row] = [
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),
     Row("trainer", "--search_reply none", ("--search_reply", "invalid choice: 'none'"), trainer("--search_reply", "none")),
+    Row("trainer", "--query_style answer", ("--query_style", "invalid choice: 'answer'"), trainer("--query_style", "answer")),
     Row("trainer", "--agemem_write_mode copy", ("--agemem_write_mode", "invalid choice: 'copy'"), trainer("--agemem_write_mode", "copy")),
     Row("trainer", "--stop_after_steps past --max_steps", ("stop_after_steps must be 0 (off) or from 1 to max_steps (6), got 10",),
         trainer("--max_steps", "6", "--stop_after_steps", "10")),

@@ -259,6 +259,29 @@ def test_a_plain_search_reply_leaves_the_query_out(reply):
         build_sumer_graph(model, bank=fresh_bank(), search_reply="none")
 
 
+@pytest.mark.parametrize("style", ["free", "question"])
+def test_query_style_question_asks_for_the_questions_words_in_the_rules_and_the_schema(style):
+    from langgraph_memagent.graphs.registry import GraphOptions, build_graph
+
+    tools_seen = []
+
+    def search(messages, tools):
+        tools_seen.append(tools)
+        return always_search(messages, tools)
+
+    model = ScriptedToolModel(responder=search)
+    graph = build_graph("sumer", model, GraphOptions(max_turns=1, forced_answer_call="submit", query_style=style), None)
+    run(graph, conversation_input())
+    system, first_tools = model.calls[0][0].content, tools_seen[0]
+    rule = "then call submit_answer. Write each query in the question's own words: not the tool's name, not a guessed answer. Answer"
+    assert (rule in system) == (style == "question")
+    assert ("then call submit_answer. Answer from the memory" in system) == (style == "free")
+    query = first_tools[0]["function"]["parameters"]["properties"]["query"]["description"]
+    assert query.startswith("semantic mode: the question's own words;" if style == "question" else "semantic mode: a question or phrase")
+    with pytest.raises(ValueError, match="query_style must be 'free' or 'question', got 'answer'"):
+        build_sumer_graph(model, bank=fresh_bank(), query_style="answer")
+
+
 def test_turn_limit_without_forcing_records_a_missing_answer():
     model = ScriptedToolModel(responder=always_search)
     result = run(build_sumer_graph(model, bank=fresh_bank(), max_turns=2, force_answer=False), conversation_input())

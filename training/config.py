@@ -159,6 +159,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     max_parallel_calls: int = graph_option("max_parallel_calls")
     search_context: int | None = graph_option("search_context")
     search_reply: str = graph_option("search_reply")
+    query_style: str = graph_option("query_style")
     agemem_turns_per_message: int = graph_option("agemem_turns_per_message")
     agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
     agemem_distractor_messages: int = graph_option("agemem_distractor_messages")
