@@ -231,8 +231,10 @@ class BatchedGenerator:
         return arrivals
 
     def _serve(self) -> None:
+        import torch
+
         rows: list[_Row] = []
-        batch = _DecodeBatch(self.device)
+        batch = _DecodeBatch(self.device, self.max_batch_size)
         handing_over = False  # finish the rows, take no more, return
         while True:
             if handing_over and not rows:
@@ -258,22 +260,22 @@ class BatchedGenerator:
                 if not self._finish_if_done(row):
                     joining.append((cache, row.length))
                     rows.append(row)
-            batch.add(joining)
             self.active_rows = len(rows)
-            if not rows:
-                continue
             self.peak_rows = max(self.peak_rows, len(rows))
             try:
-                self._decode_step(rows, batch)
+                # The cache was made under inference mode: it can only be written under it.
+                with torch.inference_mode():
+                    batch.add(joining)
+                    if rows:
+                        self._decode_step(rows, batch)
+                        leaving = [i for i, row in enumerate(rows) if self._finish_if_done(row)]
+                        if leaving:
+                            rows = [rows[i] for i in batch.remove(leaving)]
             except BaseException as error:
                 for row in rows:
-                    row.request.future.set_exception(error)
-                rows, batch = [], _DecodeBatch(self.device)
-                continue
-            keep = [i for i, row in enumerate(rows) if not self._finish_if_done(row)]
-            if len(keep) < len(rows):
-                rows = [rows[i] for i in keep]
-                batch.select(keep)
+                    if not row.request.future.done():
+                        row.request.future.set_exception(error)
+                rows, batch = [], _DecodeBatch(self.device, self.max_batch_size)
 
     def _stop(self, unfinished: list[_Request]) -> None:
         error = RuntimeError("the generation engine was closed (the process is exiting) before this request finished")
@@ -310,23 +312,17 @@ class BatchedGenerator:
         return _Row(request, [token], len(request.prompt_ids)), output.cache
 
     def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
+        """One token for every row; under the caller's inference mode."""
         import torch
 
         input_ids = torch.tensor([[row.generated[-1]] for row in rows], device=self.device)
         # Each row continues at its own position, whatever padding sits to its left.
         position_ids = torch.tensor([[row.length] for row in rows], device=self.device)
-        with torch.inference_mode():
-            if self._fused_step is not None:
-                logits = self._fused_step(input_ids, batch.extend_mask(), position_ids, batch.cache)
-            else:
-                output = self.model(
-                    input_ids=input_ids,
-                    attention_mask=batch.extend_mask(),
-                    position_ids=position_ids,
-                    cache=batch.cache,
-                    use_cache=True,
-                )
-                batch.cache, logits = output.cache, output.logits[:, -1, :]
+        if self._fused_step is not None:
+            logits = self._fused_step(input_ids, batch.extend_mask(), position_ids, batch.cache)
+        else:
+            output = self.model(input_ids=input_ids, attention_mask=batch.extend_mask(), position_ids=position_ids, cache=batch.cache, use_cache=True)
+            batch.cache, logits = output.cache, output.logits[:, -1, :]
         # Lazy: a row's tokens are read only when it has a repetition penalty, never copied per step.
         histories = [itertools.chain(row.request.prompt_ids, row.generated) for row in rows]
         constraints = [row.request.constraint for row in rows]
@@ -365,27 +361,59 @@ def _continuing(keys: Any, values: Any) -> Any:
 class _DecodeBatch:
     """The shared KV cache of the rows being decoded, left-padded to a common length.
 
-    Its layers are :class:`SlabLayer` s: decode steps append in place; only a row joining
-    or leaving copies the cache.
+    Its layers are :class:`SlabLayer` s over buffers with room for ``capacity`` rows: decode
+    steps append in place; a row leaving is replaced by the last row (one row copied, the
+    order of the rest kept) and a row joining is written into the next free row when its
+    prompt fits the buffer's columns (the cached columns widen to the left when it is longer).
+    Only a row longer than the buffer, or one past its rows, copies the whole batch.
     """
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, capacity: int = 1):
         self.device = device
+        self.capacity = capacity
         self.cache: Any = None
         self.mask: Any = None  # (rows, cached length): 1 for real tokens, 0 for padding
 
     def add(self, joining: list[tuple[Any, int]]) -> None:
-        """Rows joining the batch, each a prefilled cache and its length, written into one new buffer per layer.
+        """Rows joining the batch, each a prefilled cache and its length, in this order after the rows there.
 
-        A wave of arrivals copies the batch once, not once per row: with 32 SUMER prompts of
-        about 1,500 tokens joining one by one, the copies took 28% of a greedy evaluation's time.
+        Rows that fit are written in place; the others join in one new buffer per layer, so a
+        wave of arrivals copies the batch once, not once per row (with 32 SUMER prompts of
+        about 1,500 tokens joining one by one, the copies took 28% of a greedy evaluation's time).
         """
+        for index, (cache, length) in enumerate(joining):
+            if not self._fits(length):
+                self._rebuild(joining[index:])
+                return
+            self._put(cache, length)
+
+    def _fits(self, length: int) -> bool:
+        if self.cache is None:
+            return False
+        keys, values = self.cache.layers[0].windows
+        return keys.rows < keys.slab.shape[0] and length <= min(keys.end, values.end)
+
+    def _put(self, cache: Any, length: int) -> None:
+        import torch
+
+        rows, width = self.mask.shape
+        for layer, joined in zip(self.cache.layers, cache.layers):
+            for window, states in zip(layer.windows, (joined.keys, joined.values)):
+                if window.end - length < window.start:
+                    window.widen_to(window.end - length)
+                window.put_row(rows, states)
+                window.rows += 1
+        if length > width:
+            self.mask = torch.cat([self.mask.new_zeros((rows, length - width)), self.mask], dim=1)
+            width = length
+        row = torch.cat([self.mask.new_zeros((1, width - length)), self.mask.new_ones((1, length))], dim=1)
+        self.mask = torch.cat([self.mask, row])
+
+    def _rebuild(self, joining: list[tuple[Any, int]]) -> None:
         import torch
 
         from ._kv_slab import SPARE_COLUMNS, SlabLayer
 
-        if not joining:
-            return
         parts = ([(self.cache, self.mask.shape[1], self.mask)] if self.cache is not None else []) + [
             (cache, length, torch.ones((1, length), dtype=torch.long, device=self.device)) for cache, length in joining
         ]
@@ -397,7 +425,8 @@ class _DecodeBatch:
             slabs = []
             for name in ("keys", "values"):
                 first = getattr(parts[0][0].layers[index], name)
-                slab = first.new_empty((rows, first.shape[1], width + SPARE_COLUMNS, first.shape[3]))
+                # Rows past those joining are room: untouched, they cost address space, not memory.
+                slab = first.new_empty((max(rows, self.capacity), first.shape[1], width + SPARE_COLUMNS, first.shape[3]))
                 row = 0
                 for cache, length, mask in parts:
                     states, count = getattr(cache.layers[index], name), mask.shape[0]
@@ -405,7 +434,7 @@ class _DecodeBatch:
                     slab[row : row + count, :, width - length : width] = states
                     row += count
                 slabs.append(slab)
-            layers.append(SlabLayer.from_slabs(*slabs, width))
+            layers.append(SlabLayer.from_slabs(*slabs, width, rows))
         row = 0
         for _, length, mask in parts:
             self.mask[row : row + mask.shape[0], width - length :] = mask
@@ -420,20 +449,29 @@ class _DecodeBatch:
         self.mask = torch.cat([self.mask, torch.ones((self.mask.shape[0], 1), dtype=self.mask.dtype, device=self.device)], dim=1)
         return self.mask
 
-    def select(self, keep: list[int]) -> None:
-        import torch
-
-        if not keep:
+    def remove(self, leaving: list[int]) -> list[int]:
+        """Drop the rows at ``leaving``: each is overwritten by the last row. Returns the rows' new order
+        (old indices), which the caller's row list must follow."""
+        order = list(range(self.mask.shape[0]))
+        if len(leaving) == len(order):
             self.cache = self.mask = None
-            return
-        index = torch.tensor(keep, device=self.device)
-        self.mask = self.mask.index_select(0, index)
-        # Columns that are padding in every remaining row are dead weight: drop them.
-        start = int((self.mask.sum(dim=0) > 0).nonzero()[0])
-        self.mask = self.mask[:, start:]
-        for layer in self.cache.layers:
-            layer.keys = layer.keys.index_select(0, index)[:, :, start:, :]
-            layer.values = layer.values.index_select(0, index)[:, :, start:, :]
+            return []
+        windows = [window for layer in self.cache.layers for window in layer.windows]
+        for row in sorted(leaving, reverse=True):
+            last = len(order) - 1
+            if row != last:
+                for window in windows:
+                    window.copy_row(last, row)
+                self.mask[row] = self.mask[last]
+                order[row] = order[last]
+            order.pop()
+        self.mask = self.mask[: len(order)]
+        # Columns that are padding in every remaining row are dead weight: the window starts after them.
+        dead = int((self.mask.sum(dim=0) > 0).nonzero()[0])
+        self.mask = self.mask[:, dead:]
+        for window in windows:
+            window.rows, window.start = len(order), window.start + dead
+        return order
 
 
 _ENGINES: dict[tuple, BatchedGenerator] = {}

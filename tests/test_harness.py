@@ -608,3 +608,17 @@ def test_prefix_cache_benchmark_pairs_each_mode_by_round():
     from benchmarks import bench_prefix_cache
 
     assert doctest.testmod(bench_prefix_cache).failed == 0
+
+
+def test_revisions_benchmark_pairs_rounds_and_refuses_an_unknown_revision(capsys):
+    """bench_revisions' summary against a hand-computed one (its doctest), and one clear line for a
+    --before that names no commit (before any worktree or model is made)."""
+    import doctest
+
+    from benchmarks import bench_revisions
+
+    assert doctest.testmod(bench_revisions).failed == 0
+    with pytest.raises(SystemExit) as stopped:
+        bench_revisions.main(["--before", "no-such-revision"])
+    assert stopped.value.code == 2
+    assert "--before 'no-such-revision' is not a commit of" in capsys.readouterr().err

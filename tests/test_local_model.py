@@ -156,40 +156,65 @@ def _prefill_cache(length: int, seed: int):
 
 def test_decode_batch_keeps_rows_aligned_as_rows_join_grow_and_leave():
     """Rows joining longer than the batch (by more and by less than the slab's spare room), alone
-    and two in one wave, in-place appends and rows leaving must give exactly the left-padded concatenation."""
+    and two in one wave, in-place appends, rows leaving (the longest, so the cached columns shrink),
+    rows joining in place (shorter, and longer than the columns left) and past the buffer's rows
+    must give exactly the left-padded concatenation, in the order the batch reports."""
     import torch
     import torch.nn.functional as F
 
     from langgraph_memagent.agents._kv_slab import SPARE_COLUMNS
     from langgraph_memagent.agents.batched_generator import _DecodeBatch
 
-    lengths = [10, 10 + SPARE_COLUMNS + 150, 10 + SPARE_COLUMNS + 150 + 40, 30]
-    caches = [_prefill_cache(length, seed) for seed, length in enumerate(lengths)]
-    expected = [[(layer.keys.clone(), layer.values.clone()) for layer in cache.layers] for cache in caches]
-    batch = _DecodeBatch("cpu")
-    joined = list(zip(caches, lengths))
-    for wave in (joined[:1], joined[1:3], joined[3:]):
-        batch.add(wave)
-    for step in range(SPARE_COLUMNS + 5):  # past the spare room: the slab must grow
+    def step(batch, expected, value):
         batch.extend_mask()
-        for index, layer in enumerate(batch.cache.layers):
-            new = torch.full((len(lengths), 3, 1, 4), float(step))
+        for index in range(len(batch.cache.layers)):
+            new = torch.full((len(expected), 3, 1, 4), float(value)) + torch.arange(len(expected)).view(-1, 1, 1, 1)
             batch.cache.update(new, -new, index)
-            expected_rows = expected
-            for row in range(len(lengths)):
-                keys, values = expected_rows[row][index]
-                expected_rows[row][index] = (torch.cat([keys, new[row : row + 1]], 2), torch.cat([values, -new[row : row + 1]], 2))
-    batch.select([0, 2, 3])  # row 1 leaves
+            for row, layers in enumerate(expected):
+                keys, values = layers[index]
+                layers[index] = (torch.cat([keys, new[row : row + 1]], 2), torch.cat([values, -new[row : row + 1]], 2))
 
-    kept = [expected[i] for i in (0, 2, 3)]
+    def check(batch, expected):
+        width = batch.mask.shape[1]
+        assert width == max(row[0][0].shape[2] for row in expected)  # no column is padding in every row
+        for index, layer in enumerate(batch.cache.layers):
+            for name, position in (("keys", 0), ("values", 1)):
+                want = torch.cat([F.pad(row[index][position], (0, 0, width - row[index][position].shape[2], 0)) for row in expected])
+                assert torch.equal(getattr(layer, name), want), (index, name)
+        real = torch.tensor([[0] * (width - row[0][0].shape[2]) + [1] * row[0][0].shape[2] for row in expected])
+        assert torch.equal(batch.mask, real)
+
+    def join(batch, expected, lengths, seed):
+        caches = [_prefill_cache(length, seed + offset) for offset, length in enumerate(lengths)]
+        expected += [[(layer.keys.clone(), layer.values.clone()) for layer in cache.layers] for cache in caches]
+        batch.add(list(zip(caches, lengths)))
+
+    batch, expected = _DecodeBatch("cpu", capacity=5), []
+    first = [10, 10 + SPARE_COLUMNS + 150, 10 + SPARE_COLUMNS + 150 + 40, 30]
+    for wave in (first[:1], first[1:3], first[3:]):
+        join(batch, expected, wave, seed=len(expected))
+    for value in range(SPARE_COLUMNS + 5):  # past the spare room: the slab must grow
+        step(batch, expected, value)
+    check(batch, expected)
+    slab = batch.cache.layers[0].windows[0].slab
+    order = batch.remove([2])  # the longest row leaves: the last row takes its place
+    assert order == [0, 1, 3]
+    expected = [expected[i] for i in order]
+    check(batch, expected)
     width = batch.mask.shape[1]
-    assert width == max(keys.shape[2] for keys, _ in (row[0] for row in kept))
-    for index, layer in enumerate(batch.cache.layers):
-        for name, position in (("keys", 0), ("values", 1)):
-            want = torch.cat([F.pad(row[index][position], (0, 0, width - row[index][position].shape[2], 0)) for row in kept])
-            assert torch.equal(getattr(layer, name), want), (index, name)
-    real = torch.tensor([[0] * (width - k.shape[2]) + [1] * k.shape[2] for k, _ in (row[0] for row in kept)])
-    assert torch.equal(batch.mask, real)
+    join(batch, expected, [20, width + 20], seed=10)  # in place: shorter, then longer than the columns left
+    assert batch.cache.layers[0].windows[0].slab is slab
+    step(batch, expected, 1000)
+    check(batch, expected)
+    join(batch, expected, [15], seed=20)  # past the buffer's 5 rows: a new buffer
+    assert batch.cache.layers[0].windows[0].slab is not slab
+    step(batch, expected, 2000)
+    check(batch, expected)
+    order = batch.remove([0, 5])
+    assert order == [4, 1, 2, 3]
+    expected = [expected[i] for i in order]
+    check(batch, expected)
+    assert batch.remove([0, 1, 2, 3]) == [] and batch.cache is None
 
 
 def test_longer_requests_join_a_batch_already_decoding(greedy_model):
