@@ -78,7 +78,8 @@ def _neighbours(context: int) -> str:
 
 
 # A 135M policy left free writes its query as the start of a guessed answer, or as the tool's own
-# name; the question's words find the evidence far more often.
+# name, though the question's words find the evidence far more often. Saying so in the prompt did
+# not help the embedded policies: they searched less (kept as an ablation).
 _QUESTION_QUERY = "semantic mode: the question's own words; keyword mode: words that must all appear in a message"
 _QUESTION_QUERY_RULE = " Write each query in the question's own words: not the tool's name, not a guessed answer."
 
