@@ -27,7 +27,7 @@ from typing import Any
 from ._host import on_a_passing_thread, release_freed_memory
 from ._prefix_cache import PrefixCache, weights_version
 from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
-from .sampling import SamplingParams, next_tokens
+from .sampling import SamplingParams, next_tokens, policy_logprobs
 
 _HAND_OVER = object()  # queued for the serving thread: finish your rows and return (serve_while)
 
@@ -40,6 +40,8 @@ class Completion:
     completion_token_ids: list[int]
     text: str
     finish_reason: str  # "stop" (end-of-sequence token) or "length" (max_tokens reached)
+    # Sampled, not greedy: each token's log-prob under the model's own distribution at the temperature.
+    completion_logprobs: list[float] | None = None
 
 
 @dataclass
@@ -57,6 +59,7 @@ class _Row:
     request: _Request
     generated: list[int]
     length: int
+    logprobs: list[float] = field(default_factory=list)  # of ``generated``, when sampled
 
 
 class BatchedGenerator:
@@ -305,11 +308,15 @@ class BatchedGenerator:
             # Only plain full-attention layers can be cut at any length and continued.
             if self.prefixes is not None and all(type(layer) is DynamicLayer for layer in output.cache.layers):
                 self.prefixes.put(prompt, [(layer.keys, layer.values) for layer in output.cache.layers])
-        logits = mask_logits(output.logits[:, -1, :], [request.constraint])
-        token = next_tokens(logits, [request.params], [request.prompt_ids])[0]
+        logits = output.logits[:, -1, :]
+        logprobs = policy_logprobs(logits, [request.params])
+        token = next_tokens(mask_logits(logits, [request.constraint]), [request.params], [request.prompt_ids])[0]
         if request.constraint is not None:
             request.constraint.advance(token)
-        return _Row(request, [token], len(request.prompt_ids)), output.cache
+        row = _Row(request, [token], len(request.prompt_ids))
+        if logprobs is not None:
+            row.logprobs.append(float(logprobs[0, token]))
+        return row, output.cache
 
     def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
         """One token for every row; under the caller's inference mode."""
@@ -325,11 +332,16 @@ class BatchedGenerator:
             batch.cache, logits = output.cache, output.logits[:, -1, :]
         # Lazy: a row's tokens are read only when it has a repetition penalty, never copied per step.
         histories = [itertools.chain(row.request.prompt_ids, row.generated) for row in rows]
-        constraints = [row.request.constraint for row in rows]
-        logits = mask_logits(logits, constraints)
-        for row, token, constraint in zip(rows, next_tokens(logits, [row.request.params for row in rows], histories), constraints):
+        constraints, params = [row.request.constraint for row in rows], [row.request.params for row in rows]
+        logprobs = policy_logprobs(logits, params)
+        tokens = next_tokens(mask_logits(logits, constraints), params, histories)
+        if logprobs is not None:
+            picked = logprobs.gather(-1, torch.tensor(tokens, device=logprobs.device)[:, None]).squeeze(-1).tolist()
+        for index, (row, token, constraint) in enumerate(zip(rows, tokens, constraints)):
             row.generated.append(token)
             row.length += 1
+            if logprobs is not None and row.request.params.temperature > 0:
+                row.logprobs.append(picked[index])
             if constraint is not None:
                 constraint.advance(token)
 
@@ -343,7 +355,8 @@ class BatchedGenerator:
         else:
             return False
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        row.request.future.set_result(Completion(row.request.prompt_ids, list(ids), text, finish_reason))
+        sampled = row.logprobs if row.request.params.temperature > 0 else None
+        row.request.future.set_result(Completion(row.request.prompt_ids, list(ids), text, finish_reason, sampled))
         return True
 
 

@@ -56,8 +56,9 @@ def token_level_result(
 
     ``text`` is the reply's content; parsed ``tool_calls`` / ``invalid_tool_calls`` ride on
     the message, while the token ids stay those of the whole completion.
-    ``completion_logprobs``, when the backend samples elsewhere (vLLM), are the sampling
-    log-probs of the completion tokens.
+    ``completion_logprobs``, for sampled calls, are the completion tokens' log-probs: vLLM's
+    sampling ones, or the embedded engine's under the model's own distribution at the
+    temperature (before grammar masks and top-p, as a trainer's forward pass computes them).
     """
     usage = {
         "input_tokens": len(prompt_ids),
@@ -321,6 +322,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
             finish_reason=completion.finish_reason,
             tool_calls=reply.tool_calls,
             invalid_tool_calls=reply.invalid_tool_calls,
+            completion_logprobs=completion.completion_logprobs,
         )
 
     def _generate(

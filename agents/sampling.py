@@ -96,4 +96,24 @@ def next_tokens(logits: Any, params: Sequence[SamplingParams], histories: Sequen
     return torch.where(temperature == 0, greedy, sampled).tolist()
 
 
-__all__ = ["SamplingParams", "next_tokens"]
+def policy_logprobs(logits: Any, params: Sequence[SamplingParams]) -> Any | None:
+    """Each row's log-softmax at its temperature, from the model's own logits; None when every row is greedy.
+
+    Taken before grammar masks, penalties and top-k/top-p, as a trainer's forward pass computes
+    the policy's log-probs (TRL divides the logits by the sampling temperature), so a sampled
+    token's entry can stand in for that pass's old-policy log-prob.
+
+    >>> import torch
+    >>> logps = policy_logprobs(torch.tensor([[0.0, 0.0]]), [SamplingParams(max_tokens=1, temperature=0.5, top_p=1.0)])
+    >>> [round(value, 4) for value in logps[0].tolist()]
+    [-0.6931, -0.6931]
+    """
+    import torch
+
+    if all(p.temperature == 0 for p in params):
+        return None
+    temperature = torch.tensor([p.temperature or 1.0 for p in params], device=logits.device)[:, None]
+    return torch.log_softmax(logits.float() / temperature, dim=-1)
+
+
+__all__ = ["SamplingParams", "next_tokens", "policy_logprobs"]

@@ -117,6 +117,20 @@ def test_training_rows_from_generated_and_real_locomo_files_keep_turns_and_evide
     assert GRAPHS["sumer"].graph_input(dataset[0]) == GRAPHS["sumer"].graph_input(conversation_records(1, seed=config.data_seed)[0])
 
 
+def test_category_shares_set_the_training_mix_and_keep_the_generated_order(tmp_path):
+    plain = conversation_records(40, seed=5)
+    mixed = conversation_records(40, seed=5, category_shares={"open-domain": 0.25, "temporal": 0.1})
+    categories = [row["category"] for row in mixed]
+    assert categories.count("open-domain") == 10 and categories.count("temporal") == 4
+    assert [row["category"] for row in plain].count("open-domain") < 10  # the generator asks fewer
+    # The other categories come in the generator's order, as without shares.
+    others = [row["question"] for row in mixed if row["category"] not in ("open-domain", "temporal")]
+    assert others == [row["question"] for row in plain if row["category"] not in ("open-domain", "temporal")][: len(others)]
+    config = parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path / "run"), "--num_train_samples", "8",
+                           "--category_shares", "open-domain=0.5"])
+    assert training_dataset(config, tokenizer=None)["category"].count("open-domain") == 4
+
+
 # ---------------------------------------------------------------------------------------
 # Measures and the opt-in shaping
 # ---------------------------------------------------------------------------------------

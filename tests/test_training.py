@@ -467,6 +467,26 @@ def test_rollout_groups_in_the_trainer_follow_the_sampler(tiny_model_dir, tiny_d
     assert batch["advantages"][~real].abs().sum() == 0
 
 
+def test_old_logps_from_the_rollout_engine_match_the_recomputed_ones(tiny_model_dir, tiny_dataset, tmp_path):
+    # Two optimizer steps per rollout batch: the old policy's log-probs are needed, and the engine's replace the pass.
+    trainer = make_trainer(tiny_model_dir, tiny_dataset, tiny_config(tmp_path, steps_per_generation=2, beta=0.0, old_logps="rollout"))
+    trainer.model.train()
+    recompute, passes = trainer._per_token_logps, []
+    trainer._per_token_logps = lambda *args: passes.append(args) or recompute(*args)
+    batch = trainer._generate_and_score_completions([tiny_dataset[0]] * 2 + [tiny_dataset[1]] * 2)
+    assert passes == []  # the pass the option saves
+    mask = batch["completion_mask"].bool()
+    assert mask.sum() > 0 and (batch["old_per_token_logps"][~mask] == 0).all()
+    recomputed = recompute(trainer.model, batch, "train")
+    assert torch.allclose(batch["old_per_token_logps"][mask], recomputed[mask], atol=2e-3)
+    # Recomputing (TRL's way) logs how far the engine's log-probs are from the pass's, under TRL's metric name.
+    trainer.args.old_logps = "recompute"
+    trainer._generate_and_score_completions([tiny_dataset[0]] * 2 + [tiny_dataset[1]] * 2)
+    assert len(passes) == 1 and 0 <= trainer._metrics["train"]["sampling/sampling_logp_difference/max"][-1] < 2e-3
+    with pytest.raises(ValueError, match=r"old_logps 'rollout' needs the embedded engine sampling \(temperature > 0, no use_vllm\), got temperature 0.0"):
+        tiny_config(tmp_path, old_logps="rollout", temperature=0.0)
+
+
 def test_dynamic_sampling_replaces_groups_without_reward_spread(tiny_model_dir, tiny_dataset, tmp_path):
     from transformers import AutoTokenizer
 

@@ -13,6 +13,7 @@ from ..evals.conversations import CONVERSATIONS_TASK, WORDINGS
 from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
 from ..graphs.registry import GRAPHS, GraphOptions, graph_option
+from .data import parse_category_shares
 from .reading import parse_reading_memory
 from .writing import AGEMEM_SESSIONS
 
@@ -239,6 +240,15 @@ class MultiConvGRPOConfig(GRPOConfig):
         default="token",
         metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
     )
+    old_logps: str = field(
+        default="recompute",
+        metadata={
+            "help": "Where the old policy's log-probs come from when a rollout batch feeds several optimizer steps: "
+            "'recompute' (TRL's: a forward pass over the batch before its first step) or 'rollout' (the embedded "
+            "engine's own, taken from the same weights at the same temperature as it sampled; saves that pass, as "
+            "verl's recompute_old_log_prob=False does). 'rollout' needs sampled rollouts (temperature > 0), not vLLM."
+        },
+    )
     stop_after_steps: int = field(
         default=0,
         metadata={
@@ -271,6 +281,13 @@ class MultiConvGRPOConfig(GRPOConfig):
                   "often inside longer turns, closer to LoCoMo's (evals.conversations)."},
     )
     num_train_samples: int = field(default=64, metadata={"help": "Generated training questions."})
+    category_shares: str | None = field(
+        default=None,
+        metadata={
+            "help": "Ours, opt-in, for --task conversations: shares of question categories, e.g. 'open-domain=0.25' "
+            "(the yes/no questions) with the other categories filling the rest in their generated order. Unset: as generated."
+        },
+    )
     target_tokens: int = field(default=4000, metadata={"help": "Document length of generated tasks, in policy tokens."})
     num_keys: int | None = field(
         default=None,
@@ -331,6 +348,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         choices = {
             "finetuning": ("auto", "lora", "full"),
             "loss_aggregation": ("token", "rollout"),
+            "old_logps": ("recompute", "rollout"),
             "conversation_wording": WORDINGS,
             "graph": tuple(GRAPHS),
             # The graph options shared with `compare` (tool_choice, search_reply, ...) allow what the registry declares.
@@ -404,6 +422,17 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"evidence_reward_weight must be >= 0 (0 = off) and is for graph 'sumer' (its searches), got "
                 f"{self.evidence_reward_weight!r} with graph {self.graph!r}"
             )
+        if self.old_logps == "rollout" and (self.use_vllm or not self.temperature):
+            # vLLM's log-probs are its sampler's (see vllm_importance_sampling_correction); greedy calls have none.
+            problems.append(f"old_logps 'rollout' needs the embedded engine sampling (temperature > 0, no use_vllm), got "
+                            f"temperature {self.temperature!r} and use_vllm {self.use_vllm!r}")
+        if self.category_shares is not None:
+            try:
+                parse_category_shares(self.category_shares)
+            except ValueError as error:
+                problems.append(str(error))
+            if self.train_file is not None or self.task != CONVERSATIONS_TASK:
+                problems.append(f"category_shares is for generated conversations (--task {CONVERSATIONS_TASK}, no train_file), got task {self.task!r}")
         if self.reading_memory is not None:
             try:
                 parse_reading_memory(self.reading_memory)

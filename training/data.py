@@ -75,24 +75,70 @@ def _locomo_record(sample: Any) -> dict[str, Any]:
     }
 
 
-def conversation_records(num_questions: int, *, seed: int, entities: str = "train", wording: str = "plain") -> list[dict[str, Any]]:
+# The categories :mod:`evals.conversations` asks, by LoCoMo's names.
+CONVERSATION_CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain")
+
+
+def parse_category_shares(text: str) -> dict[str, float]:
+    """The ``category=share`` pairs of ``text``: each named category's share of the generated questions.
+
+    >>> parse_category_shares("open-domain=0.25"), parse_category_shares("temporal=0.2, multi-hop=0.2")
+    ({'open-domain': 0.25}, {'temporal': 0.2, 'multi-hop': 0.2})
+    >>> parse_category_shares("yes-no=0.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: category_shares must be 'category=share' pairs with categories from ['single-hop', 'multi-hop', 'temporal', 'open-domain'] and shares above 0 summing to at most 1, got 'yes-no=0.5'
+    """
+    shares: dict[str, float] = {}
+    for pair in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = pair.partition("=")
+        try:
+            shares[name.strip()] = float(value)
+        except ValueError:
+            shares = {}
+            break
+    valid = shares and set(shares) <= set(CONVERSATION_CATEGORIES) and min(shares.values()) > 0 and sum(shares.values()) <= 1
+    if not valid:
+        raise ValueError(
+            f"category_shares must be 'category=share' pairs with categories from {list(CONVERSATION_CATEGORIES)} "
+            f"and shares above 0 summing to at most 1, got {text!r}"
+        )
+    return shares
+
+
+def conversation_records(
+    num_questions: int, *, seed: int, entities: str = "train", wording: str = "plain", category_shares: dict[str, float] | None = None
+) -> list[dict[str, Any]]:
     """``num_questions`` questions of seeded generated conversations, as training rows with their evidence ids
     (``wording``: ``"plain"`` or ``"varied"``, see :func:`~langgraph_memagent.evals.conversations.generate_conversation`).
+
+    ``category_shares`` (:func:`parse_category_shares`) sets the named categories' shares: their
+    questions, and the others', are taken in the order the conversations ask them until each
+    quota is full. Unset, every question of each conversation is taken in turn.
 
     >>> rows = conversation_records(3, seed=1)
     >>> len(rows), sorted(rows[0])[:4], rows[0]["evidence"]
     (3, ['answers', 'category', 'distractors', 'document'], ['D3:4'])
+    >>> [row["category"] for row in conversation_records(8, seed=1, category_shares={"open-domain": 0.5})].count("open-domain")
+    4
     """
     from ..evals.conversations import generate_conversation
     from ..evals.loaders import locomo_samples
 
+    # Quotas per named category, and one for all the others together (key None).
+    quotas: dict[str | None, int] = {name: round(share * num_questions) for name, share in (category_shares or {}).items()}
+    quotas[None] = num_questions - sum(quotas.values())
     records: list[dict[str, Any]] = []
     index = 0
     while len(records) < num_questions:
         conversation = generate_conversation(index, seed=seed, entities=entities, wording=wording)
-        records += [_locomo_record(sample) for sample in locomo_samples([conversation], f"generated seed {seed}")]
+        for record in (_locomo_record(sample) for sample in locomo_samples([conversation], f"generated seed {seed}")):
+            quota = record["category"] if record["category"] in quotas else None
+            if quotas[quota] > 0:
+                quotas[quota] -= 1
+                records.append(record)
         index += 1
-    return records[:num_questions]
+    return records
 
 
 def _question_of(record: dict[str, Any]) -> Any:

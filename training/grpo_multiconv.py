@@ -125,7 +125,7 @@ import torch
 from ..agents.loading import context_window, model_directory
 from ..evals.conversations import CONVERSATIONS_TASK
 from .config import PRESETS, MultiConvGRPOConfig
-from .data import conversation_records, generate_samples, load_training_file
+from .data import conversation_records, generate_samples, load_training_file, parse_category_shares
 from .rollout_graphs import context_budget
 from .trainer import MultiConvGRPOTrainer
 
@@ -225,7 +225,10 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
     if records is None and config.train_file:
         records = load_training_file(config.train_file)
     elif records is None and config.task == CONVERSATIONS_TASK:
-        records = conversation_records(config.num_train_samples, seed=config.data_seed, entities="train", wording=config.conversation_wording)
+        shares = parse_category_shares(config.category_shares) if config.category_shares else None
+        records = conversation_records(
+            config.num_train_samples, seed=config.data_seed, entities="train", wording=config.conversation_wording, category_shares=shares
+        )
     elif records is None:
         records = generate_samples(
             config.task,

@@ -151,6 +151,27 @@ def rollout_rows(
     return rows
 
 
+def rollout_old_logps(sampling_logps: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
+    """The engine's log-probs as the old policy's (``--old_logps rollout``): zero where masked.
+
+    Every unmasked token needs its log-prob; one missing (NaN) means the engine did not sample
+    that call, and recomputing is the only sound answer.
+
+    >>> rollout_old_logps(torch.tensor([[-0.5, float("nan")]]), torch.tensor([[1, 0]])).tolist()
+    [[-0.5, 0.0]]
+    >>> rollout_old_logps(torch.tensor([[float("nan")]]), torch.tensor([[1]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: old_logps 'rollout': 1 completion tokens have no log-prob from the rollout engine (greedy calls?); use --old_logps recompute
+    """
+    missing = int((torch.isnan(sampling_logps) & completion_mask.bool()).sum())
+    if missing:
+        raise ValueError(
+            f"old_logps 'rollout': {missing} completion tokens have no log-prob from the rollout engine (greedy calls?); use --old_logps recompute"
+        )
+    return torch.where(completion_mask.bool(), sampling_logps, torch.zeros_like(sampling_logps))
+
+
 def pad_rows(rows: RowBatch, multiple: int, pad_token_id: int, *, minimum: int = 0) -> int:
     """Append zero-mask, zero-advantage rows until ``len(rows)`` is at least ``minimum`` and a multiple of ``multiple``.
 

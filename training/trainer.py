@@ -32,6 +32,7 @@ from .rows import (
     group_advantages,
     pad_rows,
     rollout_group_ids,
+    rollout_old_logps,
     rollout_rows,
     rows_to_tensors,
     vllm_importance_ratio,
@@ -347,8 +348,17 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         old, ref = None, None
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.activation_checkpointing_kwargs):
             generate_every = self.args.steps_per_generation * self.num_iterations
-            if self.args.gradient_accumulation_steps % generate_every != 0 or self._corrects_vllm_sampling:
+            off_policy = self.args.gradient_accumulation_steps % generate_every != 0
+            # Evaluation decodes as it is told (often greedily), so only training batches take the engine's.
+            if off_policy and self.args.old_logps == "rollout" and mode == "train":
+                if "sampling_logps" not in batch:
+                    raise MissingTokenIdsError("old_logps 'rollout' needs each call's log-probs (response_metadata['completion_logprobs']); "
+                                               "the rollout model reported none")
+                old = rollout_old_logps(batch["sampling_logps"], batch["completion_mask"])
+            elif off_policy or self._corrects_vllm_sampling:
                 old = self._per_token_logps(self.model, batch, mode)
+                if "sampling_logps" in batch:
+                    self._log_sampling_difference(mode, old, batch)
             if self.beta != 0.0:
                 if self.ref_model is not None:
                     ref = self._per_token_logps(self.ref_model, batch, mode)
@@ -358,6 +368,14 @@ class MultiConvGRPOTrainer(GRPOTrainer):
                     with use_adapter(unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None):
                         ref = self._per_token_logps(self.model, batch, mode)
         return old, ref
+
+    def _log_sampling_difference(self, mode: str, old: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
+        """How far the rollout engine's log-probs are from the recomputed ones, under TRL's metric names."""
+        delta = (old - batch["sampling_logps"]).abs()[batch["completion_mask"].bool()]
+        delta = delta[~torch.isnan(delta)]
+        if delta.numel():
+            self._metrics[mode]["sampling/sampling_logp_difference/mean"].append(self.accelerator.gather(delta.mean()).mean().item())
+            self._metrics[mode]["sampling/sampling_logp_difference/max"].append(self.accelerator.gather(delta.max()).max().item())
 
     def _per_token_logps(self, model: Any, batch: dict[str, torch.Tensor], mode: str) -> torch.Tensor:
         """``model``'s log-probs of ``batch``'s completion tokens, by TRL's row batches or by the token budget."""
