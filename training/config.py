@@ -348,7 +348,6 @@ class MultiConvGRPOConfig(GRPOConfig):
         choices = {
             "finetuning": ("auto", "lora", "full"),
             "loss_aggregation": ("token", "rollout"),
-            "old_logps": ("recompute", "rollout"),
             "conversation_wording": WORDINGS,
             "graph": tuple(GRAPHS),
             # The graph options shared with `compare` (tool_choice, search_reply, ...) allow what the registry declares.
@@ -422,10 +421,6 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"evidence_reward_weight must be >= 0 (0 = off) and is for graph 'sumer' (its searches), got "
                 f"{self.evidence_reward_weight!r} with graph {self.graph!r}"
             )
-        if self.old_logps == "rollout" and (self.use_vllm or not self.temperature):
-            # vLLM's log-probs are its sampler's (see vllm_importance_sampling_correction); greedy calls have none.
-            problems.append(f"old_logps 'rollout' needs the embedded engine sampling (temperature > 0, no use_vllm), got "
-                            f"temperature {self.temperature!r} and use_vllm {self.use_vllm!r}")
         if self.category_shares is not None:
             try:
                 parse_category_shares(self.category_shares)
@@ -476,6 +471,12 @@ class MultiConvGRPOConfig(GRPOConfig):
             problems.append(f"min_p must be in [0, 1], got {self.min_p!r}")
         if not self.repetition_penalty > 0:
             problems.append(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
+        if self.old_logps not in ("recompute", "rollout"):
+            problems.append(f"old_logps must be one of ['recompute', 'rollout'], got {self.old_logps!r}")
+        elif self.old_logps == "rollout" and (self.use_vllm or not self.temperature):
+            # vLLM's log-probs are its sampler's (see vllm_importance_sampling_correction); greedy calls have none.
+            problems.append(f"old_logps 'rollout' needs the embedded engine sampling (temperature > 0, no use_vllm), got "
+                            f"temperature {self.temperature!r} and use_vllm {self.use_vllm!r}")
         return problems
 
     def _token_budget_problems(self) -> list[str]:
