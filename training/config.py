@@ -347,7 +347,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         problems = []
         choices = {
             "finetuning": ("auto", "lora", "full"),
-            "loss_aggregation": ("token", "rollout"),
+            "loss_aggregation": ("token", "rollout"), "old_logps": ("recompute", "rollout"),
             "conversation_wording": WORDINGS,
             "graph": tuple(GRAPHS),
             # The graph options shared with `compare` (tool_choice, search_reply, ...) allow what the registry declares.
@@ -471,9 +471,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             problems.append(f"min_p must be in [0, 1], got {self.min_p!r}")
         if not self.repetition_penalty > 0:
             problems.append(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
-        if self.old_logps not in ("recompute", "rollout"):
-            problems.append(f"old_logps must be one of ['recompute', 'rollout'], got {self.old_logps!r}")
-        elif self.old_logps == "rollout" and (self.use_vllm or not self.temperature):
+        if self.old_logps == "rollout" and (self.use_vllm or not self.temperature):
             # vLLM's log-probs are its sampler's (see vllm_importance_sampling_correction); greedy calls have none.
             problems.append(f"old_logps 'rollout' needs the embedded engine sampling (temperature > 0, no use_vllm), got "
                             f"temperature {self.temperature!r} and use_vllm {self.use_vllm!r}")
