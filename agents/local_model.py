@@ -171,6 +171,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     top_k: int = Field(0, description="Sample among the k most likely tokens only; 0 = no limit.")
     min_p: float = Field(0.0, description="Drop tokens below min_p x the most likely token's probability; 0 = off.")
     repetition_penalty: float = Field(1.0, description="Penalty on tokens already in the prompt or reply (transformers'); 1.0 = off.")
+    logprobs: bool = Field(False, description="Sampled calls report each completion token's log-prob at the temperature (response_metadata['completion_logprobs'], for a trainer).")
     dtype: str = Field("float32", description="Torch dtype of the loaded weights; float32 by default (all-bfloat16 logits tie under greedy decoding, measured).")
     device: str = Field("cpu", description="Torch device, e.g. 'cpu' or 'cuda:0'.")
     quantization: str | None = Field(
@@ -297,6 +298,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
             **{name: kwargs.get(name, getattr(self, name)) for name in _SAMPLING_OPTIONS},
+            logprobs=self.logprobs,
         )
         turn = prepare_turn(self.engine.tokenizer, messages, kwargs)
         # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call

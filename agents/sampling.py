@@ -32,6 +32,7 @@ class SamplingParams:
     top_k: int = 0  # most likely tokens kept, 0 = all
     min_p: float = 0.0  # drop tokens below min_p x the top token's probability, 0.0 = none
     repetition_penalty: float = 1.0  # divides the logits of tokens already seen (multiplies negative ones), 1.0 = none
+    logprobs: bool = False  # report each sampled token's log-prob under the policy at the temperature (a trainer's old log-probs)
 
     def __post_init__(self) -> None:
         positive_int("max_tokens", self.max_tokens)
@@ -97,21 +98,21 @@ def next_tokens(logits: Any, params: Sequence[SamplingParams], histories: Sequen
 
 
 def policy_logprobs(logits: Any, params: Sequence[SamplingParams]) -> Any | None:
-    """Each row's log-softmax at its temperature, from the model's own logits; None when every row is greedy.
+    """Each row's log-softmax at its temperature, from the model's own logits; None when no sampled row asks for it.
 
     Taken before grammar masks, penalties and top-k/top-p, as a trainer's forward pass computes
     the policy's log-probs (TRL divides the logits by the sampling temperature), so a sampled
     token's entry can stand in for that pass's old-policy log-prob.
 
     >>> import torch
-    >>> logps = policy_logprobs(torch.tensor([[0.0, 0.0]]), [SamplingParams(max_tokens=1, temperature=0.5, top_p=1.0)])
+    >>> logps = policy_logprobs(torch.tensor([[0.0, 0.0]]), [SamplingParams(max_tokens=1, temperature=0.5, top_p=1.0, logprobs=True)])
     >>> [round(value, 4) for value in logps[0].tolist()]
     [-0.6931, -0.6931]
     """
     import torch
 
-    if all(p.temperature == 0 for p in params):
-        return None
+    if not any(p.logprobs and p.temperature > 0 for p in params):
+        return None  # a (rows x vocabulary) pass per step, taken only when someone reads it
     temperature = torch.tensor([p.temperature or 1.0 for p in params], device=logits.device)[:, None]
     return torch.log_softmax(logits.float() / temperature, dim=-1)
 

@@ -64,17 +64,21 @@ def test_mixed_sampling_settings_share_a_batch(greedy_model):
 
 def test_sampled_calls_report_the_policys_own_log_probs(greedy_model):
     """A sampled call's log-probs are the model's own at the temperature, before the grammar's
-    mask and top-p: what a trainer's forward pass computes for the old policy (``--old_logps rollout``)."""
+    mask and top-p: what a trainer's forward pass computes for the old policy (``--old_logps rollout``).
+    They are opt-in (``logprobs=True``, as the trainer's policy model sets), as vLLM's are."""
     import torch
+
+    assert "completion_logprobs" not in greedy_model.invoke("Name a colour.", temperature=1.0, max_tokens=4).response_metadata
+    reporting = greedy_model.model_copy(update={"logprobs": True})
 
     def lookup(city: str) -> str:
         """Look up a city."""
         return city
 
-    forced = greedy_model.bind_tools([lookup], tool_choice="required")  # a grammar masks every step
+    forced = reporting.bind_tools([lookup], tool_choice="required")  # a grammar masks every step
     prompts = ["Which city is the capital of Italy?", "Name a city in Japan.", "Where is the Eiffel Tower?"]
     replies = forced.batch(prompts, {"max_concurrency": 3}, temperature=0.7, top_p=0.9, max_tokens=48)
-    replies.append(greedy_model.invoke("Name a colour.", temperature=1.3, max_tokens=12))
+    replies.append(reporting.invoke("Name a colour.", temperature=1.3, max_tokens=12))
     model = greedy_model.engine.model
     for reply, temperature in zip(replies, (0.7, 0.7, 0.7, 1.3)):
         meta = reply.response_metadata
@@ -84,7 +88,7 @@ def test_sampled_calls_report_the_policys_own_log_probs(greedy_model):
             logits = model(input_ids=torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1]
         expected = torch.log_softmax(logits.float() / temperature, dim=-1).gather(-1, torch.tensor(completion)[:, None]).squeeze(-1)
         assert torch.allclose(torch.tensor(reported), expected, atol=2e-3), (reported, expected.tolist())
-    assert "completion_logprobs" not in greedy_model.invoke("Name a colour.", max_tokens=4).response_metadata
+    assert "completion_logprobs" not in reporting.invoke("Name a colour.", max_tokens=4).response_metadata  # greedy
 
 
 async def _gather(*calls):

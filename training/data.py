@@ -77,6 +77,7 @@ def _locomo_record(sample: Any) -> dict[str, Any]:
 
 # The categories :mod:`evals.conversations` asks, by LoCoMo's names.
 CONVERSATION_CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain")
+_CATEGORY_SHARE = re.compile(r"\s*([\w-]+)\s*=\s*(\d*\.?\d+)\s*")  # "open-domain = 0.25"
 
 
 def parse_category_shares(text: str) -> dict[str, float]:
@@ -89,14 +90,8 @@ def parse_category_shares(text: str) -> dict[str, float]:
     ...
     ValueError: category_shares must be 'category=share' pairs with categories from ['single-hop', 'multi-hop', 'temporal', 'open-domain'] and shares above 0 summing to at most 1, got 'yes-no=0.5'
     """
-    shares: dict[str, float] = {}
-    for pair in filter(None, (part.strip() for part in text.split(","))):
-        name, _, value = pair.partition("=")
-        try:
-            shares[name.strip()] = float(value)
-        except ValueError:
-            shares = {}
-            break
+    pairs = [_CATEGORY_SHARE.fullmatch(part) for part in text.split(",") if part.strip()]
+    shares = {match[1]: float(match[2]) for match in pairs} if all(pairs) else {}
     valid = shares and set(shares) <= set(CONVERSATION_CATEGORIES) and min(shares.values()) > 0 and sum(shares.values()) <= 1
     if not valid:
         raise ValueError(

@@ -536,6 +536,7 @@ def policy_chat_model(trainer: MultiConvGRPOTrainer) -> Any:
         **sampling_options(args),
         max_tokens=args.max_completion_length,
         max_batch_size=args.generation_max_batch_size,
+        logprobs=True,  # --old_logps rollout reads them; recompute logs their difference from its own pass
     )
 
 
