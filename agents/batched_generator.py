@@ -340,7 +340,7 @@ class BatchedGenerator:
         for index, (row, token, constraint) in enumerate(zip(rows, tokens, constraints)):
             row.generated.append(token)
             row.length += 1
-            if logprobs is not None and _reports_logprobs(row.request.params):
+            if logprobs is not None and row.request.params.reports_logprobs:
                 row.logprobs.append(picked[index])
             if constraint is not None:
                 constraint.advance(token)
@@ -355,13 +355,9 @@ class BatchedGenerator:
         else:
             return False
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        sampled = row.logprobs if _reports_logprobs(params) else None
+        sampled = row.logprobs if params.reports_logprobs else None
         row.request.future.set_result(Completion(row.request.prompt_ids, list(ids), text, finish_reason, sampled))
         return True
-
-
-def _reports_logprobs(params: SamplingParams) -> bool:
-    return params.logprobs and params.temperature > 0  # greedy calls have no sampling distribution
 
 
 def _continuing(keys: Any, values: Any) -> Any:

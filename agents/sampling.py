@@ -47,6 +47,11 @@ class SamplingParams:
         if not self.repetition_penalty > 0:
             raise ValueError(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
 
+    @property
+    def reports_logprobs(self) -> bool:
+        """Whether a call with these settings reports its tokens' log-probs: asked for, and sampled (greedy has no distribution)."""
+        return self.logprobs and self.temperature > 0
+
 
 def _penalize_repetitions(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Iterable[int]]) -> Any:
     import torch
@@ -111,7 +116,7 @@ def policy_logprobs(logits: Any, params: Sequence[SamplingParams]) -> Any | None
     """
     import torch
 
-    if not any(p.logprobs and p.temperature > 0 for p in params):
+    if not any(p.reports_logprobs for p in params):
         return None  # a (rows x vocabulary) pass per step, taken only when someone reads it
     temperature = torch.tensor([p.temperature or 1.0 for p in params], device=logits.device)[:, None]
     return torch.log_softmax(logits.float() / temperature, dim=-1)
