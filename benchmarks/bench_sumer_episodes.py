@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from langgraph_memagent.training.evaluation import PolicyEvaluation, evaluate_policy
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
     from langgraph_memagent.training.rollout_graphs import default_reward
+    from langgraph_memagent.training.tool_use import mean_measures
 
     try:
         config = parse_config(["--preset", "cpu-sumer", "--output_dir", tempfile.mkdtemp(prefix="sumer-episodes-"), *args.trainer_args])
@@ -123,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                              "policies": policies, "across_adapters": across_adapters, "other_cpu_cores": load.cores()})
     for name, result in policies.items():
         shortcuts = result["shortcuts"]
-        line = f"{name}: greedy F1 {result['greedy']['accuracy']:.1f}"
+        # The F1 the changes compare; the reward differs where an episode gave no answer (-1, SUMER's rule).
+        answer_f1 = 100 * mean_measures(result["greedy"]["measures"])["f1"]
+        line = f"{name}: greedy F1 {answer_f1:.1f}, SUMER reward {result['greedy']['accuracy']:.1f}"
         if "changes" in result:
             change = result["changes"]
             line += (f" ({100 * change['f1']['change']:+.1f} ± {100 * change['f1']['standard_error']:.1f}), evidence recall "

@@ -609,7 +609,10 @@ def test_episode_benchmark_end_to_end_gives_each_adapters_shortcut_free_change_a
         changes.append(policy["f1_without_shortcuts"]["change"])
     spread = result["across_adapters"]["f1_without_shortcuts"]
     assert spread["runs"] == 2 and spread["mean"] == pytest.approx(sum(changes) / 2)
-    assert "across adapters (mean ± sd): f1 " in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "across adapters (mean ± sd): f1 " in printed
+    answer_f1 = 100 * sum(measure["f1"] for measure in untrained["measures"]) / len(untrained["measures"])
+    assert f"untrained: greedy F1 {answer_f1:.1f}, SUMER reward {untrained['accuracy']:.1f}" in printed
 
 
 def test_the_committed_locomo_run_gives_the_shortcut_free_figures_benchmarks_md_reports():

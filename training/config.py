@@ -344,10 +344,26 @@ class MultiConvGRPOConfig(GRPOConfig):
     def problems(self) -> list[str]:
         """One line per bad field of this config; ``__post_init__`` raises them all together, before
         anything loads, so a command line with three bad flags names all three."""
+        problems = self._choice_problems() + self._range_problems()
+        problems += self._data_problems() + self._sampling_problems() + self._token_budget_problems()
+        if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
+            # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
+            # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
+            # mode needs TRL's own generate to wake the engine.
+            problems.append(
+                f"vllm_mode='colocate' with vllm_tensor_parallel_size={self.vllm_tensor_parallel_size} and "
+                f"vllm_enable_sleep_mode={self.vllm_enable_sleep_mode} is not supported: rollouts need tensor parallel "
+                "size 1 and no sleep mode when colocated; use vllm_mode='server' for a model that needs several GPUs"
+            )
+        return problems
+
+    def _choice_problems(self) -> list[str]:
+        """Fields outside their choices, and reward settings that do not fit the graph, one line each."""
         problems = []
         choices = {
             "finetuning": ("auto", "lora", "full"),
-            "loss_aggregation": ("token", "rollout"), "old_logps": ("recompute", "rollout"),
+            "loss_aggregation": ("token", "rollout"),
+            "old_logps": ("recompute", "rollout"),
             "conversation_wording": WORDINGS,
             "graph": tuple(GRAPHS),
             # The graph options shared with `compare` (tool_choice, search_reply, ...) allow what the registry declares.
@@ -369,6 +385,11 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"graph 'sumer' got both judge_model={self.judge_model!r} (J x F1) and reward_metric='f1' (judge-free "
                 "F1); give one"
             )
+        return problems
+
+    def _range_problems(self) -> list[str]:
+        """Numbers outside their range, one line each."""
+        problems = []
         if self.num_generations is not None and self.num_generations < 2:
             problems.append(
                 f"num_generations must be >= 2 (a group advantage compares rollouts of one question), got {self.num_generations!r}"
@@ -397,16 +418,6 @@ class MultiConvGRPOConfig(GRPOConfig):
                 problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
         if self.stop_after_steps and not 0 < self.stop_after_steps <= self.max_steps:
             problems.append(f"stop_after_steps must be 0 (off) or from 1 to max_steps ({self.max_steps}), got {self.stop_after_steps!r}")
-        problems += self._data_problems() + self._sampling_problems() + self._token_budget_problems()
-        if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
-            # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
-            # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
-            # mode needs TRL's own generate to wake the engine.
-            problems.append(
-                f"vllm_mode='colocate' with vllm_tensor_parallel_size={self.vllm_tensor_parallel_size} and "
-                f"vllm_enable_sleep_mode={self.vllm_enable_sleep_mode} is not supported: rollouts need tensor parallel "
-                "size 1 and no sleep mode when colocated; use vllm_mode='server' for a model that needs several GPUs"
-            )
         return problems
 
     def _data_problems(self) -> list[str]:
