@@ -51,12 +51,14 @@ def parse_phase(text: str) -> tuple[int, int]:
 def log_history(path: Path) -> list[dict[str, Any]]:
     """The trainer's ``log_history`` from ``trainer_state.json``, or from a run directory's newest checkpoint."""
     if path.is_dir():
-        states = sorted(path.glob("checkpoint-*/trainer_state.json"), key=lambda state: int(state.parent.name.split("-")[-1]))
-        if (path / "trainer_state.json").exists():
-            states.append(path / "trainer_state.json")
-        if not states:
-            raise ValueError(f"{path} holds no trainer_state.json, nor a checkpoint-N directory with one")
-        path = states[-1]
+        if not (path / "trainer_state.json").exists():
+            from transformers.trainer_utils import get_last_checkpoint
+
+            last = get_last_checkpoint(str(path))
+            if last is None:
+                raise ValueError(f"{path} holds no trainer_state.json, nor a checkpoint-N directory with one")
+            path = Path(last)
+        path = path / "trainer_state.json"
     try:
         history = json.loads(path.read_text())["log_history"]
     except (OSError, ValueError, KeyError, TypeError) as error:
