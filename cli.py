@@ -62,13 +62,16 @@ def _model(args: argparse.Namespace) -> Any:
         options["api_key"] = args.api_key
     if args.model.split(":", 1)[0] in ("vllm", "openai"):
         options.update(timeout=args.timeout, max_retries=args.max_retries)
-    for flag, given in (("--quantization", args.quantization), ("--compile-decode", args.compile_decode)):
+    lookup = args.prompt_lookup
+    for flag, given in (("--quantization", args.quantization), ("--compile-decode", args.compile_decode), ("--prompt-lookup", lookup is not None)):
         if given and args.model.split(":", 1)[0] not in ("smollm2-135m", "hf"):
             raise CliError(f"{flag} applies to local models (smollm2-135m, hf:<dir>), not {args.model!r}")
     if args.quantization:
         options["quantization"] = None if args.quantization == "none" else args.quantization
     if args.compile_decode:
         options["compile_decode"] = True
+    if lookup is not None:
+        options["prompt_lookup_num_tokens"] = lookup
     try:
         return load_chat_model(args.model, **options)
     except (ValueError, ImportError, RuntimeError) as error:
@@ -175,6 +178,7 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
     quantization = getattr(model, "quantization", None)
     settings += [quantization] if quantization else []  # float32: the digests of earlier runs stay valid
     settings += ["compile_decode"] if getattr(model, "compile_decode", False) else []  # its logits differ in rounding
+    settings += [f"prompt_lookup_{lookup}"] if (lookup := getattr(model, "prompt_lookup_in_use", 0)) else []  # so do a checked draft's
     input_digest = hashlib.sha256((json.dumps(settings) + document).encode()).hexdigest()
     thread_id = args.thread_id or input_digest[:16]  # same inputs -> same thread: re-running resumes
     config = {"configurable": {"thread_id": thread_id}, "metadata": {"memagent_input": input_digest}}
@@ -328,6 +332,12 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
         help="local int4 models, CPU: run the decode step through torch.compile, about 20%% faster at batch 1 on 2 cores "
         "after a one-off compile of 90-130 s per batch shape (cached on disk by PyTorch); logits close to the "
         "eager step's, not bit for bit (greedy accuracy: BENCHMARKS.md section 10)",
+    )
+    group.add_argument(
+        "--prompt-lookup", type=_number(int, low=0, what="a whole number of draft tokens >= 0"), metavar="TOKENS",
+        help="local int4 models: a greedy call decoded alone drafts up to TOKENS tokens from its own prompt and checks "
+        "them in one forward (prompt lookup decoding; MemAgent's memory updates mostly copy their memory); 0 turns it "
+        "off (default: 4)",
     )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from ._host import on_a_passing_thread, release_freed_memory
 from ._prefix_cache import PrefixCache, weights_version
 from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
+from .prompt_lookup import draft_from_history
 from .sampling import SamplingParams, next_tokens, policy_logprobs
 
 _HAND_OVER = object()  # queued for the serving thread: finish your rows and return (serve_while)
@@ -76,7 +77,9 @@ class BatchedGenerator:
     ``idle_trim_s`` without work the worker hands freed memory back to the OS
     (:func:`release_freed_memory`). A prompt that starts like one of the last
     ``prefix_cache_size`` prompts of the same busy spell and weights prefills only the
-    tokens after their shared prefix (0 turns this off). Shared by every
+    tokens after their shared prefix (0 turns this off). A greedy request decoded alone on the
+    eager fused step drafts up to ``prompt_lookup_num_tokens`` tokens from its own prompt and
+    checks them in one forward (:mod:`.prompt_lookup`; 0 turns this off). Shared by every
     :class:`LocalChatModel` that names the same model directory, dtype and device.
     """
 
@@ -84,12 +87,14 @@ class BatchedGenerator:
 
     def __init__(
         self, model: Any, tokenizer: Any, *, max_batch_size: int = 8, batch_window_s: float = 0.03, compile_decode: bool = False,
-        prefix_cache_size: int = 16,
+        prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = 4,
     ):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size!r}")
         if prefix_cache_size < 0:
             raise ValueError(f"prefix_cache_size must be >= 0 (0 = off), got {prefix_cache_size!r}")
+        if not isinstance(prompt_lookup_num_tokens, int) or prompt_lookup_num_tokens < 0:
+            raise ValueError(f"prompt_lookup_num_tokens must be an integer >= 0 (0 = off), got {prompt_lookup_num_tokens!r}")
         self.tokenizer = tokenizer
         # The very module given: a trainer's weight updates (and an enabled LoRA adapter) are
         # what the next generation sees.
@@ -108,8 +113,11 @@ class BatchedGenerator:
         self.decode_path = "transformers" if self._fused_step is None else "compiled-fused-int4-llama" if compile_decode else "fused-int4-llama"
         self.prefill_path = prefill_path(model)
         self.prefixes = PrefixCache(prefix_cache_size) if prefix_cache_size else None
+        # Drafts need the eager fused step: it checks several tokens of one row in one forward.
+        self.prompt_lookup_num_tokens = prompt_lookup_num_tokens if self.decode_path == "fused-int4-llama" else 0
         # Observable, so tests and benchmarks can see requests share decode steps.
         self.batches_run = 0  # busy spells: requests overlapping in time count as one batch
+        self.drafted_tokens = self.accepted_tokens = 0  # prompt lookup: tokens drafted, and those the model agreed with
         self.peak_rows = 0  # most requests ever decoded in one step
         self.active_rows = 0  # requests being decoded right now
         self.trims = 0  # idle spells after which freed memory went back to the OS
@@ -319,9 +327,11 @@ class BatchedGenerator:
         return row, output.cache
 
     def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
-        """One token for every row; under the caller's inference mode."""
+        """One token for every row (more for a lone greedy row whose draft the model agrees with); under the caller's inference mode."""
         import torch
 
+        if len(rows) == 1 and self._check_draft(rows[0], batch):
+            return
         input_ids = torch.tensor([[row.generated[-1]] for row in rows], device=self.device)
         # Each row continues at its own position, whatever padding sits to its left.
         position_ids = torch.tensor([[row.length] for row in rows], device=self.device)
@@ -344,6 +354,35 @@ class BatchedGenerator:
                 row.logprobs.append(picked[index])
             if constraint is not None:
                 constraint.advance(token)
+
+    def _check_draft(self, row: _Row, batch: _DecodeBatch) -> bool:
+        """Prompt lookup decoding (:mod:`.prompt_lookup`) for a lone greedy row: False where it does not apply.
+
+        The row's last token and its draft go through one forward; the model's greedy choice after
+        each is kept while it equals the draft, plus the first that does not (or the last one).
+        """
+        import torch
+
+        params = row.request.params
+        room = params.max_tokens - len(row.generated) - 1  # drafts past the limit would be thrown away
+        if not self.prompt_lookup_num_tokens or params.temperature != 0 or params.repetition_penalty != 1.0 or row.request.constraint is not None or room < 1:
+            return False
+        draft = draft_from_history(itertools.chain(row.request.prompt_ids, row.generated), min(self.prompt_lookup_num_tokens, room))
+        if not draft:
+            return False
+        tokens = [row.generated[-1], *draft]
+        positions = torch.arange(row.length, row.length + len(tokens), device=self.device)[None]
+        logits = self._fused_step(torch.tensor([tokens], device=self.device), batch.extend_mask(len(tokens)), positions, batch.cache)[0]
+        picked = next_tokens(logits, [params] * len(tokens), [()] * len(tokens))
+        kept = 1
+        while kept < len(tokens) and picked[kept - 1] == draft[kept - 1] and picked[kept - 1] not in self.eos_token_ids:
+            kept += 1
+        batch.drop_last(len(tokens) - kept)  # the draft from the first token the model disagreed with
+        self.drafted_tokens += len(draft)
+        self.accepted_tokens += kept - 1
+        row.generated.extend(picked[:kept])
+        row.length += kept
+        return True
 
     def _finish_if_done(self, row: _Row) -> bool:
         """Resolve the row's future if it hit end-of-sequence or its token limit."""
@@ -456,11 +495,18 @@ class _DecodeBatch:
         container.layers[:] = layers
         self.cache = container
 
-    def extend_mask(self) -> Any:
+    def extend_mask(self, columns: int = 1) -> Any:
         import torch
 
-        self.mask = torch.cat([self.mask, torch.ones((self.mask.shape[0], 1), dtype=self.mask.dtype, device=self.device)], dim=1)
+        self.mask = torch.cat([self.mask, torch.ones((self.mask.shape[0], columns), dtype=self.mask.dtype, device=self.device)], dim=1)
         return self.mask
+
+    def drop_last(self, columns: int) -> None:
+        """Forget the last ``columns`` cached tokens of every row (a draft's tokens the model did not keep)."""
+        if columns:
+            self.mask = self.mask[:, :-columns]
+            for layer in self.cache.layers:
+                layer.extend(-columns)
 
     def remove(self, leaving: list[int]) -> list[int]:
         """Drop the rows at ``leaving``: each is overwritten by the last row. Returns the rows' new order
@@ -493,15 +539,16 @@ _ENGINES_LOCK = threading.Lock()
 
 def shared_engine(
     model_path: str, *, dtype: str, device: str, quantization: str | None, max_batch_size: int, batch_window_s: float,
-    compile_decode: bool = False, prefix_cache_size: int = 16,
+    compile_decode: bool = False, prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = 4,
 ) -> BatchedGenerator:
     """The process-wide :class:`BatchedGenerator` for this model, created on first use."""
-    key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s, compile_decode, prefix_cache_size)
+    key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s, compile_decode, prefix_cache_size, prompt_lookup_num_tokens)
     with _ENGINES_LOCK:
         if key not in _ENGINES:
             _ENGINES[key] = BatchedGenerator.load(
                 model_path, dtype=dtype, device=device, quantization=quantization, max_batch_size=max_batch_size,
                 batch_window_s=batch_window_s, compile_decode=compile_decode, prefix_cache_size=prefix_cache_size,
+                prompt_lookup_num_tokens=prompt_lookup_num_tokens,
             )
         return _ENGINES[key]
 

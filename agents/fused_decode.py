@@ -96,9 +96,11 @@ class FusedDecodeStep:
     """``step(input_ids, attention_mask, position_ids, cache)``: next-token logits, one row per sequence.
 
     ``input_ids`` and ``position_ids`` are (rows, 1); ``attention_mask`` is (rows, cached + 1)
-    with 0 over left padding; ``cache`` is the transformers cache the model's forward filled,
-    with :class:`~langgraph_memagent.agents._kv_slab.SlabLayer` layers: the step writes the new
-    keys and values into their buffers and counts them.
+    with 0 over left padding. One unpadded row may bring several tokens (rows 1, tokens n: a
+    draft to check, :mod:`.prompt_lookup`), each attending to the cache and the tokens before
+    it. ``cache`` is the transformers cache the model's forward filled, with
+    :class:`~langgraph_memagent.agents._kv_slab.SlabLayer` layers: the step writes the new keys
+    and values into their buffers and counts them.
 
     ``compiled=True`` runs the same code through ``torch.compile`` with Inductor's C++ wrapper,
     so the ~1,000 small operations of a step run from generated C++ instead of Python: one
@@ -121,38 +123,51 @@ class FusedDecodeStep:
         self._forward = torch.compile(self._layers, dynamic=True, options={"cpp_wrapper": True}) if compiled else self._layers
 
     def __call__(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any) -> Any:
+        """Logits (rows, vocabulary) for one new token per row; or (rows, tokens, vocabulary) when
+        ``input_ids`` holds several tokens of one unpadded row (a draft being verified, causally masked)."""
+        rows, tokens = input_ids.shape
         length = cache.layers[0].get_seq_length()
-        buffers = [layer.buffers_with_room(1) for layer in cache.layers]
-        # Like transformers' SDPA path: no mask when nothing is padded, else the query heads of
-        # each key/value head attend as a group of queries under one shared mask.
-        mask = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
+        buffers = [layer.buffers_with_room(tokens) for layer in cache.layers]
+        if tokens > 1:
+            if rows != 1 or not bool(attention_mask.all()):
+                raise ValueError(f"several tokens per step need one unpadded row, got {rows} rows of {tokens} tokens")
+            # Token i sees the cache and the new tokens up to itself.
+            mask = torch.ones((tokens, length + tokens), dtype=torch.bool, device=input_ids.device).tril(length)
+        else:
+            # Like transformers' SDPA path: no mask when nothing is padded, else the query heads of
+            # each key/value head attend as a group of queries under one shared mask.
+            mask = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
         logits = self._forward(input_ids, mask, position_ids, length, [keys for keys, _ in buffers], [values for _, values in buffers])
         for layer in cache.layers:
-            layer.extend(1)
-        return logits
+            layer.extend(tokens)
+        return logits if tokens == 1 else logits.view(rows, tokens, -1)
 
     def _layers(self, input_ids: Any, mask: Any, position_ids: Any, length: int, key_buffers: list, value_buffers: list) -> Any:
-        """The step's arithmetic; writes column ``length`` of every layer's key and value buffer."""
-        rows = input_ids.shape[0]
-        hidden = self.embed(input_ids[:, 0])
-        cos, sin = self.rotary(hidden, position_ids)  # (rows, 1, head_dim): broadcast over the heads
+        """The step's arithmetic; writes columns ``length`` on of every layer's key and value buffer.
+
+        Every row's tokens go through each product as rows of one matrix (rows x tokens of them).
+        """
+        rows, tokens = input_ids.shape
+        positions = rows * tokens
+        hidden = self.embed(input_ids.reshape(positions))
+        cos, sin = self.rotary(hidden, position_ids)  # (rows, tokens, head_dim)
+        cos, sin = cos.reshape(positions, 1, -1), sin.reshape(positions, 1, -1)  # broadcast over the heads
         query_size, key_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         for layer, key_buffer, value_buffer in zip(self.layers, key_buffers, value_buffers):
             qkv = _int4(_rms_norm(hidden, layer.input_norm), layer.qkv).float()
             # Queries and keys rotate as one tensor: the same elementwise arithmetic, half the ops.
-            rotated = _rotate(qkv[:, : query_size + key_size].view(rows, self.heads + self.kv_heads, self.head_dim), cos, sin)
-            query = rotated[:, : self.heads]
-            key_buffer[:, :, length : length + 1] = rotated[:, self.heads :, None]
-            value_buffer[:, :, length : length + 1] = qkv[:, query_size + key_size :].view(rows, self.kv_heads, 1, self.head_dim)
-            keys, values = key_buffer[:, :, : length + 1], value_buffer[:, :, : length + 1]
-            if mask is None:
-                attended = F.scaled_dot_product_attention(
-                    query[:, :, None], keys, values, scale=layer.scaling, enable_gqa=True
-                )
+            rotated = _rotate(qkv[:, : query_size + key_size].view(positions, self.heads + self.kv_heads, self.head_dim), cos, sin)
+            query = rotated[:, : self.heads].view(rows, tokens, self.heads, self.head_dim).transpose(1, 2)
+            key_buffer[:, :, length : length + tokens] = rotated[:, self.heads :].view(rows, tokens, self.kv_heads, self.head_dim).transpose(1, 2)
+            value_buffer[:, :, length : length + tokens] = qkv[:, query_size + key_size :].view(rows, tokens, self.kv_heads, self.head_dim).transpose(1, 2)
+            keys, values = key_buffer[:, :, : length + tokens], value_buffer[:, :, : length + tokens]
+            if mask is None or tokens > 1:
+                attended = F.scaled_dot_product_attention(query, keys, values, attn_mask=mask, scale=layer.scaling, enable_gqa=True)
             else:
-                grouped = query.view(rows, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
+                grouped = query.reshape(rows, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
                 attended = F.scaled_dot_product_attention(grouped, keys, values, attn_mask=mask, scale=layer.scaling)
-            hidden = hidden + _int4(attended.reshape(rows, query_size), layer.output)
+                attended = attended.view(rows, self.heads, 1, self.head_dim)
+            hidden = hidden + _int4(attended.transpose(1, 2).reshape(positions, query_size), layer.output)
             gate, up = _int4(_rms_norm(hidden, layer.attention_norm), layer.gate_up).float().chunk(2, dim=-1)
             hidden = hidden + _int4(F.silu(gate) * up, layer.down)
         return self.lm_head(_rms_norm(hidden, self.norm))

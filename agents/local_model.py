@@ -180,6 +180,9 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     compile_decode: bool = Field(
         False, description="int4 Llama models: run the fused decode step through torch.compile (C++ wrapper), ~20% faster at batch 1 after a one-off compile."
     )
+    prompt_lookup_num_tokens: int = Field(
+        4, description="int4 Llama models, greedy calls decoded alone: tokens drafted from the prompt and checked in one forward (prompt lookup decoding); 0 = off."
+    )
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")
     prefix_cache_size: int = Field(
@@ -192,6 +195,8 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     _engine: BatchedGenerator | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
+        if self.prompt_lookup_num_tokens < 0:
+            raise ValueError(f"prompt_lookup_num_tokens must be >= 0 (0 = off), got {self.prompt_lookup_num_tokens!r}")
         if self.quantization is not None:
             from .quantization import QUANTIZATIONS  # imports torch: only when asked for
 
@@ -210,7 +215,8 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {
             "model_path": self.model_path, "dtype": self.dtype, "quantization": self.quantization,
-            "compile_decode": self.compile_decode, "temperature": self.temperature, "top_p": self.top_p,
+            "compile_decode": self.compile_decode, "prompt_lookup_num_tokens": self.prompt_lookup_num_tokens,
+            "temperature": self.temperature, "top_p": self.top_p,
         }
 
     @classmethod
@@ -234,6 +240,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         chat._engine = BatchedGenerator(
             model, tokenizer, max_batch_size=chat.max_batch_size, batch_window_s=chat.batch_window_ms / 1000,
             compile_decode=chat.compile_decode, prefix_cache_size=chat.prefix_cache_size,
+            prompt_lookup_num_tokens=chat.prompt_lookup_num_tokens,
         )
         return chat
 
@@ -252,8 +259,15 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
                 batch_window_s=self.batch_window_ms / 1000,
                 compile_decode=self.compile_decode,
                 prefix_cache_size=self.prefix_cache_size,
+                prompt_lookup_num_tokens=self.prompt_lookup_num_tokens,
             )
         return self._engine
+
+    @property
+    def prompt_lookup_in_use(self) -> int:
+        """How many tokens the engine drafts for a greedy call decoded alone; 0 where it does not draft
+        (not an int4 Llama model, a compiled step, or ``prompt_lookup_num_tokens=0``). Loads the model."""
+        return self.engine.prompt_lookup_num_tokens
 
     @property
     def tokenizer(self) -> Any:

@@ -13,7 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARKS = ("bench_chunking", "bench_orchestration", "bench_linear_kernels", "bench_decode", "bench_step_floor", "bench_batching")
+BENCHMARKS = (
+    "bench_chunking", "bench_orchestration", "bench_linear_kernels", "bench_decode", "bench_prompt_lookup", "bench_step_floor", "bench_batching",
+)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

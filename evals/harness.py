@@ -317,6 +317,7 @@ def _manifest(config: ComparisonConfig, model: BaseChatModel, codec: Any) -> dic
         # Only when set, so float32 runs recorded before the option existed still resume.
         **({"quantization": model.quantization} if getattr(model, "quantization", None) else {}),
         **({"compile_decode": True} if getattr(model, "compile_decode", False) else {}),
+        **({"prompt_lookup_num_tokens": lookup} if (lookup := getattr(model, "prompt_lookup_in_use", 0)) else {}),
     }
 
 

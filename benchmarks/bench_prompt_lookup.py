@@ -1,0 +1,204 @@
+"""MemAgent's own calls decoded with and without prompt lookup: the engine and llama.cpp, side by side.
+
+First MemAgent reads one generated ``niah_single_1`` haystack (``--length`` tokens,
+1000-token chunks, 128-token memory, greedy) on the embedded engine with drafts off, and every
+model call it makes is recorded (prompt and completion token ids). Then each recorded prompt is
+replayed greedily in every variant, round by round and interleaved, so machine noise hits them
+alike: the engine with drafts off and with ``--lookup`` draft tokens, and, when
+``llama-cpp-python`` is installed, llama.cpp on the same GGUF and threads, plain and with its own
+``LlamaPromptLookupDecoding``. Each call's prefill is timed inside it (the engine's prefill of
+the request; llama.cpp's time to its first token), so decode tokens per second are the
+completion tokens after the first over the rest of the call's time. Also reports how many replayed completions equal the recorded
+ones (a checked draft rounds differently from single steps) and the share of drafted tokens the
+model kept.
+
+>>> summary = _summary({"calls": [2.0, 4.0], "prefill": [0.5, 1.0]}, [[1, 2, 3], [4, 5, 6, 7]])
+>>> summary["decode_tokens_per_s"], summary["call_s"]
+(1.1111111111111112, 6.0)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from ._common import OtherLoad, write_result
+from .bench_decode import LLAMA_CPP_INSTALL
+
+NAME = "bench_prompt_lookup"
+
+
+def _record_calls(model: Any, length: int, seed: int) -> list[tuple[list[int], list[int]]]:
+    """MemAgent's calls on one generated haystack: each prompt and the completion the engine gave it."""
+    from langgraph_memagent import build_memagent_graph
+    from langgraph_memagent.agents.tokenizers import resolve_tokenizer
+    from langgraph_memagent.evals.ruler import generate_task
+
+    engine, calls = model.engine, []
+    submit = engine.submit
+
+    def recording_submit(prompt_ids: list[int], params: Any, grammar: str | None = None) -> Any:
+        future = submit(prompt_ids, params, grammar)
+        future.add_done_callback(lambda done: calls.append((list(prompt_ids), done.result().completion_token_ids)))
+        return future
+
+    engine.submit = recording_submit
+    try:
+        sample = generate_task("niah_single_1", length, codec=resolve_tokenizer(model=model), num_samples=1, seed=seed)[0]
+        build_memagent_graph(model, chunk_tokens=1000, memory_tokens=128).invoke({"question": sample.question, "document": sample.document})
+    finally:
+        engine.submit = submit
+    return calls
+
+
+def _timing_prefill(engine: Any) -> list[float]:
+    """The durations of ``engine``'s prefills from now on, appended as they happen (the engine's worker thread runs them)."""
+    durations: list[float] = []
+    prefill = engine._prefill
+
+    def timed(request: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return prefill(request)
+        finally:
+            durations.append(time.perf_counter() - started)
+
+    engine._prefill = timed
+    return durations
+
+
+def _engine_call(engine: Any, prefills: list[float], prompt: list[int], max_tokens: int) -> tuple[float, float, list[int]]:
+    """One greedy call: its whole time, its prefill's (first token included) and its completion."""
+    from langgraph_memagent.agents.sampling import SamplingParams
+
+    started = time.perf_counter()
+    completion = engine.submit(prompt, SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0)).result()
+    return time.perf_counter() - started, prefills[-1], completion.completion_token_ids
+
+
+def _llama_cpp(draft_tokens: int) -> Any:
+    """llama.cpp on the embedded model's GGUF with this process's threads (its prompt lookup when
+    ``draft_tokens``); None when not installed."""
+    try:
+        import llama_cpp
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+    except ImportError:
+        return None
+    import torch
+
+    from langgraph_memagent.agents.embedded import smollm2_gguf_path
+
+    draft = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft_tokens else None
+    return llama_cpp.Llama(
+        str(smollm2_gguf_path()), n_ctx=4096, n_threads=torch.get_num_threads(), draft_model=draft,
+        logits_all=draft is not None, verbose=False,  # a draft is checked against every position's logits
+    )
+
+
+def _llama_cpp_call(llm: Any, prompt: list[int], max_tokens: int) -> tuple[float, float, list[int]]:
+    """One greedy call: its whole time, the time to its first token (the prefill) and its completion."""
+    llm.reset()  # no prompt reuse from the call before
+    started = time.perf_counter()
+    tokens: list[int] = []
+    for token in llm.generate(prompt, temp=0.0, reset=False):
+        if not tokens:
+            prefill = time.perf_counter() - started
+        tokens.append(token)
+        if token == llm.token_eos() or len(tokens) == max_tokens:
+            break
+    return time.perf_counter() - started, prefill, tokens
+
+
+def _summary(times: dict[str, list[float]], completions: list[list[int]]) -> dict[str, Any]:
+    """Totals over the replayed calls (each call's time its median over rounds, already taken)."""
+    call, prefill = sum(times["calls"]), sum(times["prefill"])
+    decoded = sum(len(tokens) - 1 for tokens in completions)  # the first token comes with the prefill
+    return {"call_s": call, "prefill_s": prefill, "decode_tokens": decoded, "decode_tokens_per_s": decoded / (call - prefill)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument("--length", default="8k", help="haystack length MemAgent reads to make the calls (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=21, help="seed of the generated haystack (default: %(default)s)")
+    parser.add_argument("--lookup", type=int, default=4, help="the engine's draft tokens in the drafting variant (default: %(default)s)")
+    parser.add_argument("--llama-cpp-lookup", type=int, default=10, help="llama.cpp's draft tokens, its own default (default: %(default)s)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds; each replays every call in every variant (default: %(default)s)")
+    args = parser.parse_args(argv)
+
+    from langgraph_memagent import load_chat_model
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
+    from langgraph_memagent.evals.lengths import parse_length
+
+    model = load_chat_model("smollm2-135m", temperature=0, prompt_lookup_num_tokens=0)
+    recorded = _record_calls(model, parse_length(args.length), args.seed)
+    max_tokens = 128  # MemAgent's memory budget; the final answer's calls stop well before it
+    base = model.engine
+    engines = {
+        "engine": BatchedGenerator(base.model, base.tokenizer, prompt_lookup_num_tokens=0, prefix_cache_size=0),
+        "engine_lookup": BatchedGenerator(base.model, base.tokenizer, prompt_lookup_num_tokens=args.lookup, prefix_cache_size=0),
+    }
+    prefills = {name: _timing_prefill(engine) for name, engine in engines.items()}
+    llamas = {"llama_cpp": _llama_cpp(0), "llama_cpp_lookup": _llama_cpp(args.llama_cpp_lookup)}
+    llamas = {name: llm for name, llm in llamas.items() if llm is not None}
+    variants = [*engines, *llamas]
+    times = {name: {"calls": [[] for _ in recorded], "prefill": [[] for _ in recorded]} for name in variants}
+    completions: dict[str, list[list[int]]] = {name: [] for name in variants}
+    load = OtherLoad()
+    for round_index in range(args.rounds):
+        for index, (prompt, _) in enumerate(recorded):
+            for name in variants:
+                if name in engines:
+                    seconds, prefill, tokens = _engine_call(engines[name], prefills[name], prompt, max_tokens)
+                else:
+                    seconds, prefill, tokens = _llama_cpp_call(llamas[name], prompt, max_tokens)
+                times[name]["prefill"][index].append(prefill)
+                times[name]["calls"][index].append(seconds)
+                if round_index == 0:
+                    completions[name].append(tokens)
+        print(f"  round {round_index + 1}/{args.rounds} done", flush=True)
+    results = {}
+    for name in variants:
+        medians = {key: [statistics.median(per_call) for per_call in values] for key, values in times[name].items()}
+        results[name] = _summary(medians, completions[name])
+    reference = [completion for _, completion in recorded]
+    agreement = {
+        "engine_lookup_equal_to_engine": sum(a == b for a, b in zip(completions["engine_lookup"], completions["engine"])),
+        "engine_equal_to_recorded": sum(a == b for a, b in zip(completions["engine"], reference)),
+        **({"llama_cpp_lookup_equal_to_llama_cpp": sum(a == b for a, b in zip(completions["llama_cpp_lookup"], completions["llama_cpp"]))}
+           if len(llamas) == 2 else {}),
+    }
+    drafting = engines["engine_lookup"]
+    ratios = {f"{name}_vs_{other}": results[name]["decode_tokens_per_s"] / results[other]["decode_tokens_per_s"]
+              for name in variants for other in variants if name != other}
+    result = {
+        "settings": vars(args),
+        "calls": len(recorded),
+        "prompt_tokens": sum(len(prompt) for prompt, _ in recorded),
+        "results": results,
+        "decode_speed_ratios": ratios,
+        "completions_equal": agreement,
+        "drafted_tokens": drafting.drafted_tokens,
+        "kept_share_of_drafted": drafting.accepted_tokens / max(drafting.drafted_tokens, 1),
+        "llama_cpp": "measured" if llamas else f"not installed: {LLAMA_CPP_INSTALL}",
+        "other_cpu_cores": load.cores(),
+    }
+    write_result(NAME, result)
+    for engine in engines.values():
+        engine.close()
+    for name, row in results.items():
+        print(f"  {name:17s} decode {row['decode_tokens_per_s']:6.1f} tok/s  prefill {row['prefill_s']:6.1f} s  calls {row['call_s']:6.1f} s")
+    print(
+        f"{NAME}: {len(recorded)} MemAgent calls; engine with drafts vs without, decode "
+        f"{ratios['engine_lookup_vs_engine']:.2f}x, the same completion in {agreement['engine_lookup_equal_to_engine']} of "
+        f"{len(recorded)}; kept {result['kept_share_of_drafted']:.0%} of drafted tokens; "
+        + (f"vs llama.cpp {ratios['engine_lookup_vs_llama_cpp']:.2f}x, vs llama.cpp with its lookup "
+           f"{ratios['engine_lookup_vs_llama_cpp_lookup']:.2f}x; " if len(llamas) == 2 else f"llama.cpp: {result['llama_cpp']}; ")
+        + f"other load {result['other_cpu_cores']:.2f} cores"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

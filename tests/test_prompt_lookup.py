@@ -1,0 +1,121 @@
+"""Prompt lookup decoding: drafts from the sequence itself, checked in one forward of the fused step."""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_memagent.agents.prompt_lookup import draft_from_history
+
+
+def test_the_latest_occurrence_of_the_longest_ending_is_copied():
+    # "1 2" occurs twice earlier: the later one's continuation wins.
+    assert draft_from_history([1, 2, 3, 4, 1, 2, 5, 6, 1, 2], 2) == [5, 6]
+    # The ending "4 1 2" beats the later "1 2": longer matches first.
+    assert draft_from_history([4, 1, 2, 7, 1, 2, 9, 4, 1, 2], 1, max_ngram=3) == [7]
+    assert draft_from_history([4, 1, 2, 7, 1, 2, 9, 4, 1, 2], 1, max_ngram=2) == [9]
+    # Cut at num_tokens and at the end of the sequence; nothing when the last token is new.
+    assert draft_from_history([8, 9, 8], 5) == [9, 8]
+    assert draft_from_history([1, 2, 3], 4) == []
+    assert draft_from_history([], 4) == []
+
+
+@pytest.fixture(scope="module")
+def int4_model(embedded_model_dir):
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
+
+    return BatchedGenerator.load(str(embedded_model_dir), quantization="int4").model
+
+
+def _engine(model, tokenizer, tokens):
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
+
+    return BatchedGenerator(model, tokenizer, prompt_lookup_num_tokens=tokens, prefix_cache_size=0)
+
+
+@pytest.mark.embedded
+def test_a_greedy_call_with_drafts_gives_the_tokens_of_one_without(int4_model, embedded_model_dir):
+    from transformers import AutoTokenizer
+
+    from langgraph_memagent.agents.sampling import SamplingParams
+
+    tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_dir))
+    memory = "The special magic number for quiet-harbor is 4417093. The meeting with Dana moved to Thursday at noon."
+    prompts = [
+        tokenizer(tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)).input_ids
+        for text in (f"Copy this text exactly:\n{memory}", f"Memory:\n{memory}\n\nUpdated memory:")
+    ]
+    plain, drafting = _engine(int4_model, tokenizer, 0), _engine(int4_model, tokenizer, 4)
+    try:
+        for max_tokens in (48, 6):  # a draft never runs past the call's limit
+            params = SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0)
+            for prompt in prompts:
+                expected = plain.submit(prompt, params).result()
+                got = drafting.submit(prompt, params).result()
+                assert got.completion_token_ids == expected.completion_token_ids
+                assert (got.text, got.finish_reason) == (expected.text, expected.finish_reason)
+                assert len(got.completion_token_ids) <= max_tokens
+        # The copy was drafted and the model agreed with most of it; the plain engine drafted nothing.
+        assert drafting.accepted_tokens > 20 and drafting.drafted_tokens >= drafting.accepted_tokens
+        assert plain.drafted_tokens == 0
+        # Sampled calls never draft.
+        before = drafting.drafted_tokens
+        drafting.submit(prompts[0], SamplingParams(max_tokens=16, temperature=1.0, top_p=1.0)).result()
+        assert drafting.drafted_tokens == before
+    finally:
+        plain.close()
+        drafting.close()
+
+
+@pytest.mark.embedded
+def test_the_fused_step_checks_several_tokens_of_one_row_as_single_steps_would(int4_model):
+    import copy
+
+    import torch
+
+    from langgraph_memagent.agents._kv_slab import SlabLayer
+    from langgraph_memagent.agents.fused_decode import create_decode_step
+
+    step = create_decode_step(int4_model)
+    torch.manual_seed(0)
+    tokens = torch.randint(100, 40_000, (1, 6))
+    with torch.inference_mode():
+        cache = int4_model(input_ids=torch.randint(100, 40_000, (1, 40)), use_cache=True).cache
+        cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
+        single = copy.deepcopy(cache)
+        one_by_one = torch.cat([
+            step(tokens[:, i : i + 1], torch.ones(1, 41 + i, dtype=torch.long), torch.tensor([[40 + i]]), single) for i in range(6)
+        ])
+        together = step(tokens, torch.ones(1, 46, dtype=torch.long), torch.arange(40, 46)[None], cache)[0]
+        assert cache.layers[0].get_seq_length() == single.layers[0].get_seq_length() == 46
+        # A product over six rows rounds differently from six of one row: close, the same greedy tokens.
+        assert torch.equal(together.argmax(-1), one_by_one.argmax(-1))
+        assert (together - one_by_one).abs().max() < 1.0
+        with pytest.raises(ValueError, match="several tokens per step need one unpadded row, got 2 rows of 3 tokens"):
+            step(torch.ones(2, 3, dtype=torch.long), torch.ones(2, 49, dtype=torch.long), torch.arange(46, 49).repeat(2, 1), cache)
+
+
+def test_a_negative_or_fractional_draft_length_is_refused_by_name(embedded_model_dir):
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
+    from langgraph_memagent.agents.local_model import LocalChatModel
+
+    with pytest.raises(ValueError, match=r"prompt_lookup_num_tokens must be >= 0 \(0 = off\), got -2"):
+        LocalChatModel(model_path=str(embedded_model_dir), prompt_lookup_num_tokens=-2)
+    with pytest.raises(ValueError, match=r"prompt_lookup_num_tokens must be an integer >= 0 \(0 = off\), got 1.5"):
+        BatchedGenerator(object(), object(), prompt_lookup_num_tokens=1.5)
+
+
+def test_only_the_eager_int4_step_drafts(embedded_model_dir):
+    from langgraph_memagent.agents.local_model import LocalChatModel
+
+    assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4").prompt_lookup_in_use == 4
+    assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4", prompt_lookup_num_tokens=0).prompt_lookup_in_use == 0
+    assert LocalChatModel(model_path=str(embedded_model_dir)).prompt_lookup_in_use == 0  # float32: the model's forward
+
+
+def test_the_benchmark_summary_counts_decode_after_the_first_token():
+    """bench_prompt_lookup's totals against hand-computed ones (its doctest)."""
+    import doctest
+
+    from benchmarks import bench_prompt_lookup
+
+    assert doctest.testmod(bench_prompt_lookup).failed == 0
