@@ -64,19 +64,26 @@ def _decode_steps(model: Any, prompt: Any, steps: int, *, slab: bool, fused: Any
     return times, prefill
 
 
-def _llama_cpp(context_tokens: int) -> Any:
-    """llama.cpp on the embedded model's GGUF, with this process's thread count; None when not installed."""
+def llama_cpp_model(context_tokens: int, *, logits_all: bool = True, draft_tokens: int = 0) -> Any:
+    """llama.cpp on the embedded model's GGUF, with this process's thread count; None when not installed.
+
+    ``logits_all`` keeps every position's logits, so the last one can be read back after ``eval()``;
+    ``draft_tokens`` turns on llama-cpp-python's own prompt lookup (it checks a draft against every
+    position's logits, so it needs ``logits_all``: passed, since the library sizes its buffer from the argument).
+    """
     try:
         import llama_cpp
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
     except ImportError:
         return None
     import torch
 
     from langgraph_memagent.agents.embedded import smollm2_gguf_path
 
-    # logits_all keeps every position's logits, so the last one can be read back after eval().
+    draft = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft_tokens else None
     return llama_cpp.Llama(
-        str(smollm2_gguf_path()), n_ctx=context_tokens, n_threads=torch.get_num_threads(), logits_all=True, verbose=False
+        str(smollm2_gguf_path()), n_ctx=context_tokens, n_threads=torch.get_num_threads(), draft_model=draft,
+        logits_all=logits_all or draft is not None, verbose=False,
     )
 
 
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         _decode_steps(compiled, torch.randint(100, 40_000, (rows, 32)), 2, slab=True, fused=fused["compiled"])
         compile_s[rows] = time.perf_counter() - started
-    llm = _llama_cpp(args.prompt_tokens + args.steps + 16)
+    llm = llama_cpp_model(args.prompt_tokens + args.steps + 16)
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
     prefill_times: dict[tuple[int, str], list[float]] = {key: [] for key in step_times}

@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from ._common import OtherLoad, write_result
-from .bench_decode import LLAMA_CPP_INSTALL
+from .bench_decode import LLAMA_CPP_INSTALL, llama_cpp_model
 
 NAME = "bench_prompt_lookup"
 
@@ -78,25 +78,6 @@ def _engine_call(engine: Any, prefills: list[float], prompt: list[int], max_toke
     return time.perf_counter() - started, prefills[-1], completion.completion_token_ids
 
 
-def _llama_cpp(draft_tokens: int) -> Any:
-    """llama.cpp on the embedded model's GGUF with this process's threads (its prompt lookup when
-    ``draft_tokens``); None when not installed."""
-    try:
-        import llama_cpp
-        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-    except ImportError:
-        return None
-    import torch
-
-    from langgraph_memagent.agents.embedded import smollm2_gguf_path
-
-    draft = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft_tokens else None
-    return llama_cpp.Llama(
-        str(smollm2_gguf_path()), n_ctx=4096, n_threads=torch.get_num_threads(), draft_model=draft,
-        logits_all=draft is not None, verbose=False,  # a draft is checked against every position's logits
-    )
-
-
 def _llama_cpp_call(llm: Any, prompt: list[int], max_tokens: int) -> tuple[float, float, list[int]]:
     """One greedy call: its whole time, the time to its first token (the prefill) and its completion."""
     llm.reset()  # no prompt reuse from the call before
@@ -140,7 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         "engine_lookup": BatchedGenerator(base.model, base.tokenizer, prompt_lookup_num_tokens=args.lookup, prefix_cache_size=0),
     }
     prefills = {name: _timing_prefill(engine) for name, engine in engines.items()}
-    llamas = {"llama_cpp": _llama_cpp(0), "llama_cpp_lookup": _llama_cpp(args.llama_cpp_lookup)}
+    llamas = {  # MemAgent's prompts and replies fit 4,096 tokens
+        "llama_cpp": llama_cpp_model(4096, logits_all=False), "llama_cpp_lookup": llama_cpp_model(4096, draft_tokens=args.llama_cpp_lookup),
+    }
     llamas = {name: llm for name, llm in llamas.items() if llm is not None}
     variants = [*engines, *llamas]
     times = {name: {"calls": [[] for _ in recorded], "prefill": [[] for _ in recorded]} for name in variants}
