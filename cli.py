@@ -305,6 +305,8 @@ def _number(kind: type, *, low: float, low_open: bool = False, high: float | Non
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
     """The model flags every command shares (read back by :func:`_model`)."""
+    from .agents.prompt_lookup import DRAFT_TOKENS
+
     group = parser.add_argument_group("model")
     group.add_argument("--model", default="smollm2-135m", help="smollm2-135m | hf:<dir> | vllm:<model> | openai:<model> | vllm-engine:<model> (default: %(default)s)")
     group.add_argument("--base-url", help="OpenAI-compatible endpoint for vllm:/openai: models, e.g. http://127.0.0.1:8000/v1")
@@ -337,7 +339,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
         "--prompt-lookup", type=_number(int, low=0, what="a whole number of draft tokens >= 0"), metavar="TOKENS",
         help="local int4 models: a greedy call decoded alone drafts up to TOKENS tokens from its own prompt and checks "
         "them in one forward (prompt lookup decoding; MemAgent's memory updates mostly copy their memory); 0 turns it "
-        "off (default: 4)",
+        f"off (default: {DRAFT_TOKENS})",
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from ._host import on_a_passing_thread, release_freed_memory
 from ._prefix_cache import PrefixCache, weights_version
 from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
-from .prompt_lookup import draft_from_history
+from .prompt_lookup import DRAFT_TOKENS, draft_from_history
 from .sampling import SamplingParams, next_tokens, policy_logprobs
 
 _HAND_OVER = object()  # queued for the serving thread: finish your rows and return (serve_while)
@@ -87,7 +87,7 @@ class BatchedGenerator:
 
     def __init__(
         self, model: Any, tokenizer: Any, *, max_batch_size: int = 8, batch_window_s: float = 0.03, compile_decode: bool = False,
-        prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = 4,
+        prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = DRAFT_TOKENS,
     ):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size!r}")
@@ -539,7 +539,7 @@ _ENGINES_LOCK = threading.Lock()
 
 def shared_engine(
     model_path: str, *, dtype: str, device: str, quantization: str | None, max_batch_size: int, batch_window_s: float,
-    compile_decode: bool = False, prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = 4,
+    compile_decode: bool = False, prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = DRAFT_TOKENS,
 ) -> BatchedGenerator:
     """The process-wide :class:`BatchedGenerator` for this model, created on first use."""
     key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s, compile_decode, prefix_cache_size, prompt_lookup_num_tokens)

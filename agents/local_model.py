@@ -32,6 +32,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from .batched_generator import BatchedGenerator, Completion, shared_engine
 from .constrained import token_counter
+from .prompt_lookup import DRAFT_TOKENS
 from .sampling import SamplingParams
 from .structured_output import JsonSchemaOutput, reply_grammar
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
@@ -181,7 +182,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         False, description="int4 Llama models: run the fused decode step through torch.compile (C++ wrapper), ~20% faster at batch 1 after a one-off compile."
     )
     prompt_lookup_num_tokens: int = Field(
-        4, description="int4 Llama models, greedy calls decoded alone: tokens drafted from the prompt and checked in one forward (prompt lookup decoding); 0 = off."
+        DRAFT_TOKENS, description="int4 Llama models, greedy calls decoded alone: tokens drafted from the prompt and checked in one forward (prompt lookup decoding); 0 = off."
     )
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")

@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 MAX_NGRAM = 3  # the longest ending matched; a shorter one is tried when it occurs nowhere earlier
+# The engine's default draft length: the fastest of 2-16 on MemAgent's calls on a development
+# haystack (BENCHMARKS.md section 10), and llama.cpp's and transformers' usual order of 10.
+DRAFT_TOKENS = 12
 
 
 def draft_from_history(tokens: Sequence[int], num_tokens: int, max_ngram: int = MAX_NGRAM) -> list[int]:
@@ -40,4 +43,4 @@ def draft_from_history(tokens: Sequence[int], num_tokens: int, max_ngram: int = 
     return []
 
 
-__all__ = ["draft_from_history"]
+__all__ = ["DRAFT_TOKENS", "draft_from_history"]

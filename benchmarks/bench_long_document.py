@@ -21,11 +21,16 @@ NAME = "bench_long_document"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from langgraph_memagent.agents.prompt_lookup import DRAFT_TOKENS
+
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("--length", default="1M", help="haystack length in tokens (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=21, help="seed of the generated sample (default: %(default)s)")
     parser.add_argument("--out", default=str(RESULTS_DIR / "long_document"), help="output directory (default: %(default)s)")
     parser.add_argument("--compile-decode", action="store_true", help="decode through the compiled fused step (compile_decode=True)")
+    parser.add_argument(
+        "--prompt-lookup", type=int, default=DRAFT_TOKENS, metavar="N", help="the engine's prompt lookup draft tokens, 0 = off (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
 
     from langgraph_memagent.evals.harness import ComparisonConfig
@@ -35,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     config = ComparisonConfig(
         graphs=("memagent",), task="niah_single_1", lengths=(parse_length(args.length),), samples=1, seed=args.seed, out=args.out
     )
-    status = run_compare_benchmark(NAME, vars(args), config, compile_decode=args.compile_decode)
+    status = run_compare_benchmark(NAME, vars(args), config, compile_decode=args.compile_decode, prompt_lookup_num_tokens=args.prompt_lookup)
     with open(f"{args.out}/{RESULTS_FILE}", encoding="utf-8") as handle:
         row = json.loads(handle.readline())
     print(

@@ -4,9 +4,10 @@ First MemAgent reads one generated ``niah_single_1`` haystack (``--length`` toke
 1000-token chunks, 128-token memory, greedy) on the embedded engine with drafts off, and every
 model call it makes is recorded (prompt and completion token ids). Then each recorded prompt is
 replayed greedily in every variant, round by round and interleaved, so machine noise hits them
-alike: the engine with drafts off and with ``--lookup`` draft tokens, and, when
+alike: the engine with drafts off and with each of ``--lookup``'s draft lengths, and, when
 ``llama-cpp-python`` is installed, llama.cpp on the same GGUF and threads, plain and with its own
-``LlamaPromptLookupDecoding``. Each call's prefill is timed inside it (the engine's prefill of
+``LlamaPromptLookupDecoding``; all of them decode on the main thread, one OpenMP team for both
+engines (llama.cpp's CPU backend shares torch's OpenMP runtime). Each call's prefill is timed inside it (the engine's prefill of
 the request; llama.cpp's time to its first token), so decode tokens per second are the
 completion tokens after the first over the rest of the call's time. Also reports how many replayed completions equal the recorded
 ones (a checked draft rounds differently from single steps) and the share of drafted tokens the
@@ -69,12 +70,14 @@ def _timing_prefill(engine: Any) -> list[float]:
     return durations
 
 
-def _engine_call(engine: Any, prefills: list[float], prompt: list[int], max_tokens: int) -> tuple[float, float, list[int]]:
-    """One greedy call: its whole time, its prefill's (first token included) and its completion."""
+def _engine_call(engine: Any, prefills: list[float], prompt: list[int], max_tokens: int, draft_tokens: int) -> tuple[float, float, list[int]]:
+    """One greedy call drafting ``draft_tokens`` (0: none): its whole time, its prefill's (first token included) and its completion."""
     from langgraph_memagent.agents.sampling import SamplingParams
 
+    engine.prompt_lookup_num_tokens = draft_tokens  # read at each step; nothing decodes between calls
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0)
     started = time.perf_counter()
-    completion = engine.submit(prompt, SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0)).result()
+    completion = engine.serve_while(lambda: engine.submit(prompt, params).result())
     return time.perf_counter() - started, prefills[-1], completion.completion_token_ids
 
 
@@ -99,28 +102,50 @@ def _summary(times: dict[str, list[float]], completions: list[list[int]]) -> dic
     return {"call_s": call, "prefill_s": prefill, "decode_tokens": decoded, "decode_tokens_per_s": decoded / (call - prefill)}
 
 
+def _draft_lengths(text: str) -> list[int]:
+    """``--lookup``'s comma-separated draft lengths, each an integer >= 1.
+
+    >>> _draft_lengths("4,8")
+    [4, 8]
+    """
+    try:
+        lengths = [int(part) for part in text.split(",")]
+    except ValueError:
+        lengths = []
+    if not lengths or min(lengths) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated draft lengths >= 1 such as 4,8, got {text!r}")
+    return lengths
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("--length", default="8k", help="haystack length MemAgent reads to make the calls (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=21, help="seed of the generated haystack (default: %(default)s)")
-    parser.add_argument("--lookup", type=int, default=4, help="the engine's draft tokens in the drafting variant (default: %(default)s)")
+    parser.add_argument(
+        "--lookup", type=_draft_lengths, default=[4],
+        help="the engine's draft tokens, one drafting variant per comma-separated value; the first is the headline (default: 4)",
+    )
     parser.add_argument("--llama-cpp-lookup", type=int, default=10, help="llama.cpp's draft tokens, its own default (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds; each replays every call in every variant (default: %(default)s)")
     args = parser.parse_args(argv)
 
     from langgraph_memagent import load_chat_model
-    from langgraph_memagent.agents.batched_generator import BatchedGenerator
     from langgraph_memagent.evals.lengths import parse_length
 
-    model = load_chat_model("smollm2-135m", temperature=0, prompt_lookup_num_tokens=0)
-    recorded = _record_calls(model, parse_length(args.length), args.seed)
+    # Every variant decodes on this thread (serve_while), so one thread holds an OpenMP team:
+    # llama.cpp's CPU backend loads torch's libgomp too, and two teams on 2 cores put the runtime
+    # in its slow mode (an engine per variant, each on its own worker thread, measured 1.4x slower).
+    # No prefix cache: a replayed prompt would otherwise skip its prefill.
+    model = load_chat_model("smollm2-135m", temperature=0, prompt_lookup_num_tokens=0, prefix_cache_size=0)
+    engine = model.engine
+    if engine.decode_path != "fused-int4-llama":
+        raise SystemExit(f"{NAME}: drafts need the eager fused int4 step, but this engine decodes through {engine.decode_path!r}")
+    recorded = engine.serve_while(_record_calls, model, parse_length(args.length), args.seed)
     max_tokens = 128  # MemAgent's memory budget; the final answer's calls stop well before it
-    base = model.engine
-    engines = {
-        "engine": BatchedGenerator(base.model, base.tokenizer, prompt_lookup_num_tokens=0, prefix_cache_size=0),
-        "engine_lookup": BatchedGenerator(base.model, base.tokenizer, prompt_lookup_num_tokens=args.lookup, prefix_cache_size=0),
-    }
-    prefills = {name: _timing_prefill(engine) for name, engine in engines.items()}
+    engines = {f"engine_lookup{tokens}" if tokens else "engine": tokens for tokens in [0, *args.lookup]}  # variant: draft tokens
+    headline = f"engine_lookup{args.lookup[0]}"
+    prefills = _timing_prefill(engine)
+    drafted = {name: [0, 0] for name in engines}  # variant: tokens drafted, tokens kept
     llamas = {  # MemAgent's prompts and replies fit 4,096 tokens
         "llama_cpp": llama_cpp_model(4096, logits_all=False), "llama_cpp_lookup": llama_cpp_model(4096, draft_tokens=args.llama_cpp_lookup),
     }
@@ -133,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         for index, (prompt, _) in enumerate(recorded):
             for name in variants:
                 if name in engines:
-                    seconds, prefill, tokens = _engine_call(engines[name], prefills[name], prompt, max_tokens)
+                    before = engine.drafted_tokens, engine.accepted_tokens
+                    seconds, prefill, tokens = _engine_call(engine, prefills, prompt, max_tokens, engines[name])
+                    drafted[name][0] += engine.drafted_tokens - before[0]
+                    drafted[name][1] += engine.accepted_tokens - before[1]
                 else:
                     seconds, prefill, tokens = _llama_cpp_call(llamas[name], prompt, max_tokens)
                 times[name]["prefill"][index].append(prefill)
@@ -147,12 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = _summary(medians, completions[name])
     reference = [completion for _, completion in recorded]
     agreement = {
-        "engine_lookup_equal_to_engine": sum(a == b for a, b in zip(completions["engine_lookup"], completions["engine"])),
+        **{f"{name}_equal_to_engine": sum(a == b for a, b in zip(completions[name], completions["engine"])) for name in engines if name != "engine"},
         "engine_equal_to_recorded": sum(a == b for a, b in zip(completions["engine"], reference)),
         **({"llama_cpp_lookup_equal_to_llama_cpp": sum(a == b for a, b in zip(completions["llama_cpp_lookup"], completions["llama_cpp"]))}
            if len(llamas) == 2 else {}),
     }
-    drafting = engines["engine_lookup"]
     ratios = {f"{name}_vs_{other}": results[name]["decode_tokens_per_s"] / results[other]["decode_tokens_per_s"]
               for name in variants for other in variants if name != other}
     result = {
@@ -162,22 +189,21 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "decode_speed_ratios": ratios,
         "completions_equal": agreement,
-        "drafted_tokens": drafting.drafted_tokens,
-        "kept_share_of_drafted": drafting.accepted_tokens / max(drafting.drafted_tokens, 1),
+        "drafted_tokens": {name: counts[0] for name, counts in drafted.items() if engines[name]},
+        "kept_share_of_drafted": {name: counts[1] / max(counts[0], 1) for name, counts in drafted.items() if engines[name]},
         "llama_cpp": "measured" if llamas else f"not installed: {LLAMA_CPP_INSTALL}",
         "other_cpu_cores": load.cores(),
     }
     write_result(NAME, result)
-    for engine in engines.values():
-        engine.close()
+    engine.close()
     for name, row in results.items():
         print(f"  {name:17s} decode {row['decode_tokens_per_s']:6.1f} tok/s  prefill {row['prefill_s']:6.1f} s  calls {row['call_s']:6.1f} s")
     print(
-        f"{NAME}: {len(recorded)} MemAgent calls; engine with drafts vs without, decode "
-        f"{ratios['engine_lookup_vs_engine']:.2f}x, the same completion in {agreement['engine_lookup_equal_to_engine']} of "
-        f"{len(recorded)}; kept {result['kept_share_of_drafted']:.0%} of drafted tokens; "
-        + (f"vs llama.cpp {ratios['engine_lookup_vs_llama_cpp']:.2f}x, vs llama.cpp with its lookup "
-           f"{ratios['engine_lookup_vs_llama_cpp_lookup']:.2f}x; " if len(llamas) == 2 else f"llama.cpp: {result['llama_cpp']}; ")
+        f"{NAME}: {len(recorded)} MemAgent calls; engine with {args.lookup[0]}-token drafts vs without, decode "
+        f"{ratios[f'{headline}_vs_engine']:.2f}x, the same completion in {agreement[f'{headline}_equal_to_engine']} of "
+        f"{len(recorded)}; kept {result['kept_share_of_drafted'][headline]:.0%} of drafted tokens; "
+        + (f"vs llama.cpp {ratios[f'{headline}_vs_llama_cpp']:.2f}x, vs llama.cpp with its lookup "
+           f"{ratios[f'{headline}_vs_llama_cpp_lookup']:.2f}x; " if len(llamas) == 2 else f"llama.cpp: {result['llama_cpp']}; ")
         + f"other load {result['other_cpu_cores']:.2f} cores"
     )
     return 0

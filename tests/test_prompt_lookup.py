@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_memagent.agents.prompt_lookup import draft_from_history
+from langgraph_memagent.agents.prompt_lookup import DRAFT_TOKENS, draft_from_history
 
 
 def test_the_latest_occurrence_of_the_longest_ending_is_copied():
@@ -107,7 +107,7 @@ def test_a_negative_or_fractional_draft_length_is_refused_by_name(embedded_model
 def test_only_the_eager_int4_step_drafts(embedded_model_dir):
     from langgraph_memagent.agents.local_model import LocalChatModel
 
-    assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4").prompt_lookup_in_use == 4
+    assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4").prompt_lookup_in_use == DRAFT_TOKENS == 12
     assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4", prompt_lookup_num_tokens=0).prompt_lookup_in_use == 0
     assert LocalChatModel(model_path=str(embedded_model_dir)).prompt_lookup_in_use == 0  # float32: the model's forward
 
