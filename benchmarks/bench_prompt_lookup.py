@@ -118,12 +118,14 @@ def _draft_lengths(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from langgraph_memagent.agents.prompt_lookup import DRAFT_TOKENS
+
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("--length", default="8k", help="haystack length MemAgent reads to make the calls (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=21, help="seed of the generated haystack (default: %(default)s)")
     parser.add_argument(
-        "--lookup", type=_draft_lengths, default=[4],
-        help="the engine's draft tokens, one drafting variant per comma-separated value; the first is the headline (default: 4)",
+        "--lookup", type=_draft_lengths, default=[DRAFT_TOKENS],
+        help=f"the engine's draft tokens, one drafting variant per comma-separated value; the first is the headline (default: {DRAFT_TOKENS})",
     )
     parser.add_argument("--llama-cpp-lookup", type=int, default=10, help="llama.cpp's draft tokens, its own default (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds; each replays every call in every variant (default: %(default)s)")
