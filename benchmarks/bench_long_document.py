@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         "--prompt-lookup", type=int, default=DRAFT_TOKENS, metavar="N", help="the engine's prompt lookup draft tokens, 0 = off (default: %(default)s)"
     )
     args = parser.parse_args(argv)
+    if args.prompt_lookup < 0:
+        parser.error(f"--prompt-lookup must be a whole number of draft tokens >= 0 (0 = off), got {args.prompt_lookup}")
 
     from langgraph_memagent.evals.harness import ComparisonConfig
     from langgraph_memagent.evals.lengths import parse_length

@@ -119,3 +119,12 @@ def test_the_benchmark_summary_counts_decode_after_the_first_token():
     from benchmarks import bench_prompt_lookup
 
     assert doctest.testmod(bench_prompt_lookup).failed == 0
+
+
+def test_the_long_document_benchmark_refuses_a_negative_draft_length(capsys):
+    from benchmarks import bench_long_document
+
+    with pytest.raises(SystemExit) as exit_info:
+        bench_long_document.main(["--prompt-lookup", "-3"])
+    assert exit_info.value.code == 2
+    assert "--prompt-lookup must be a whole number of draft tokens >= 0 (0 = off), got -3" in capsys.readouterr().err
