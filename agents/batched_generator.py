@@ -27,7 +27,7 @@ from typing import Any
 from ._host import on_a_passing_thread, release_freed_memory
 from ._prefix_cache import PrefixCache, weights_version
 from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
-from .prompt_lookup import DRAFT_TOKENS, draft_from_history
+from .prompt_lookup import draft_from_history
 from .sampling import SamplingParams, next_tokens, policy_logprobs
 
 _HAND_OVER = object()  # queued for the serving thread: finish your rows and return (serve_while)
@@ -78,8 +78,8 @@ class BatchedGenerator:
     (:func:`release_freed_memory`). A prompt that starts like one of the last
     ``prefix_cache_size`` prompts of the same busy spell and weights prefills only the
     tokens after their shared prefix (0 turns this off). A greedy request decoded alone on the
-    eager fused step drafts up to ``prompt_lookup_num_tokens`` tokens from its own prompt and
-    checks them in one forward (:mod:`.prompt_lookup`; 0 turns this off). Shared by every
+    eager fused step drafts up to its ``SamplingParams.prompt_lookup_num_tokens`` tokens from its
+    own prompt and checks them in one forward (:mod:`.prompt_lookup`; 0 turns this off). Shared by every
     :class:`LocalChatModel` that names the same model directory, dtype and device.
     """
 
@@ -87,14 +87,12 @@ class BatchedGenerator:
 
     def __init__(
         self, model: Any, tokenizer: Any, *, max_batch_size: int = 8, batch_window_s: float = 0.03, compile_decode: bool = False,
-        prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = DRAFT_TOKENS,
+        prefix_cache_size: int = 16,
     ):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size!r}")
         if prefix_cache_size < 0:
             raise ValueError(f"prefix_cache_size must be >= 0 (0 = off), got {prefix_cache_size!r}")
-        if not isinstance(prompt_lookup_num_tokens, int) or prompt_lookup_num_tokens < 0:
-            raise ValueError(f"prompt_lookup_num_tokens must be an integer >= 0 (0 = off), got {prompt_lookup_num_tokens!r}")
         self.tokenizer = tokenizer
         # The very module given: a trainer's weight updates (and an enabled LoRA adapter) are
         # what the next generation sees.
@@ -114,7 +112,7 @@ class BatchedGenerator:
         self.prefill_path = prefill_path(model)
         self.prefixes = PrefixCache(prefix_cache_size) if prefix_cache_size else None
         # Drafts need the eager fused step: it checks several tokens of one row in one forward.
-        self.prompt_lookup_num_tokens = prompt_lookup_num_tokens if self.decode_path == "fused-int4-llama" else 0
+        self.can_draft = self.decode_path == "fused-int4-llama"
         # Observable, so tests and benchmarks can see requests share decode steps.
         self.batches_run = 0  # busy spells: requests overlapping in time count as one batch
         self.drafted_tokens = self.accepted_tokens = 0  # prompt lookup: tokens drafted, and those the model agreed with
@@ -365,9 +363,9 @@ class BatchedGenerator:
 
         params = row.request.params
         room = params.max_tokens - len(row.generated) - 1  # drafts past the limit would be thrown away
-        if not self.prompt_lookup_num_tokens or params.temperature != 0 or params.repetition_penalty != 1.0 or row.request.constraint is not None or room < 1:
+        if not self.can_draft or not params.prompt_lookup_num_tokens or params.temperature != 0 or params.repetition_penalty != 1.0 or row.request.constraint is not None or room < 1:
             return False
-        draft = draft_from_history(itertools.chain(row.request.prompt_ids, row.generated), min(self.prompt_lookup_num_tokens, room))
+        draft = draft_from_history(itertools.chain(row.request.prompt_ids, row.generated), min(params.prompt_lookup_num_tokens, room))
         if not draft:
             return False
         tokens = [row.generated[-1], *draft]
@@ -539,16 +537,15 @@ _ENGINES_LOCK = threading.Lock()
 
 def shared_engine(
     model_path: str, *, dtype: str, device: str, quantization: str | None, max_batch_size: int, batch_window_s: float,
-    compile_decode: bool = False, prefix_cache_size: int = 16, prompt_lookup_num_tokens: int = DRAFT_TOKENS,
+    compile_decode: bool = False, prefix_cache_size: int = 16,
 ) -> BatchedGenerator:
     """The process-wide :class:`BatchedGenerator` for this model, created on first use."""
-    key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s, compile_decode, prefix_cache_size, prompt_lookup_num_tokens)
+    key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s, compile_decode, prefix_cache_size)
     with _ENGINES_LOCK:
         if key not in _ENGINES:
             _ENGINES[key] = BatchedGenerator.load(
                 model_path, dtype=dtype, device=device, quantization=quantization, max_batch_size=max_batch_size,
                 batch_window_s=batch_window_s, compile_decode=compile_decode, prefix_cache_size=prefix_cache_size,
-                prompt_lookup_num_tokens=prompt_lookup_num_tokens,
             )
         return _ENGINES[key]
 

@@ -38,7 +38,7 @@ from .structured_output import JsonSchemaOutput, reply_grammar
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 
-_SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty")
+_SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty", "prompt_lookup_num_tokens")
 _CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format")
 
 
@@ -182,7 +182,8 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         False, description="int4 Llama models: run the fused decode step through torch.compile (C++ wrapper), ~20% faster at batch 1 after a one-off compile."
     )
     prompt_lookup_num_tokens: int = Field(
-        DRAFT_TOKENS, description="int4 Llama models, greedy calls decoded alone: tokens drafted from the prompt and checked in one forward (prompt lookup decoding); 0 = off."
+        DRAFT_TOKENS,
+        description="int4 Llama models, greedy calls decoded alone: tokens drafted from the prompt and checked in one forward (prompt lookup decoding); 0 = off. Per call too; models that differ only here share one engine.",
     )
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")
@@ -196,8 +197,6 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     _engine: BatchedGenerator | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
-        if self.prompt_lookup_num_tokens < 0:
-            raise ValueError(f"prompt_lookup_num_tokens must be >= 0 (0 = off), got {self.prompt_lookup_num_tokens!r}")
         if self.quantization is not None:
             from .quantization import QUANTIZATIONS  # imports torch: only when asked for
 
@@ -207,6 +206,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
             temperature, top_p = default_sampling(_read_generation_config(self.model_path))
             self.temperature = temperature if self.temperature is None else self.temperature
             self.top_p = top_p if self.top_p is None else self.top_p
+        self._sampling({})  # a bad setting is named now, not at the first call
 
     @property
     def _llm_type(self) -> str:
@@ -241,7 +241,6 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         chat._engine = BatchedGenerator(
             model, tokenizer, max_batch_size=chat.max_batch_size, batch_window_s=chat.batch_window_ms / 1000,
             compile_decode=chat.compile_decode, prefix_cache_size=chat.prefix_cache_size,
-            prompt_lookup_num_tokens=chat.prompt_lookup_num_tokens,
         )
         return chat
 
@@ -260,15 +259,14 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
                 batch_window_s=self.batch_window_ms / 1000,
                 compile_decode=self.compile_decode,
                 prefix_cache_size=self.prefix_cache_size,
-                prompt_lookup_num_tokens=self.prompt_lookup_num_tokens,
             )
         return self._engine
 
     @property
     def prompt_lookup_in_use(self) -> int:
-        """How many tokens the engine drafts for a greedy call decoded alone; 0 where it does not draft
-        (not an int4 Llama model, a compiled step, or ``prompt_lookup_num_tokens=0``). Loads the model."""
-        return self.engine.prompt_lookup_num_tokens
+        """How many tokens the engine drafts for this model's greedy calls decoded alone; 0 where it does not
+        draft (not an int4 Llama model, a compiled step, or ``prompt_lookup_num_tokens=0``). Loads the model."""
+        return self.prompt_lookup_num_tokens if self.engine.can_draft else 0
 
     @property
     def tokenizer(self) -> Any:
@@ -302,19 +300,23 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         """
         return bind_local_tools(self, tools, self.default_tool_choice if tool_choice is None else tool_choice, **kwargs)
 
-    def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _PendingCall:
-        unknown = set(kwargs) - set(_CALL_OPTIONS)
-        if unknown:
-            raise ValueError(f"unsupported call options {sorted(unknown)}; LocalChatModel accepts {list(_CALL_OPTIONS)}")
-        if stop:
-            raise ValueError("LocalChatModel does not support stop sequences; limit length with max_tokens instead")
-        params = SamplingParams(
+    def _sampling(self, kwargs: dict[str, Any]) -> SamplingParams:
+        """This call's settings: its own options, else the model's."""
+        return SamplingParams(
             max_tokens=kwargs.get("max_tokens", self.max_tokens),
             temperature=kwargs.get("temperature", self.temperature),
             top_p=kwargs.get("top_p", self.top_p),
             **{name: kwargs.get(name, getattr(self, name)) for name in _SAMPLING_OPTIONS},
             logprobs=self.logprobs,
         )
+
+    def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _PendingCall:
+        unknown = set(kwargs) - set(_CALL_OPTIONS)
+        if unknown:
+            raise ValueError(f"unsupported call options {sorted(unknown)}; LocalChatModel accepts {list(_CALL_OPTIONS)}")
+        if stop:
+            raise ValueError("LocalChatModel does not support stop sequences; limit length with max_tokens instead")
+        params = self._sampling(kwargs)
         turn = prepare_turn(self.engine.tokenizer, messages, kwargs)
         # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call
         # prefix, except that message text never becomes a control token.

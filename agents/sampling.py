@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .calls import positive_int
+from .prompt_lookup import DRAFT_TOKENS
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class SamplingParams:
     min_p: float = 0.0  # drop tokens below min_p x the top token's probability, 0.0 = none
     repetition_penalty: float = 1.0  # divides the logits of tokens already seen (multiplies negative ones), 1.0 = none
     logprobs: bool = False  # report each sampled token's log-prob under the policy at the temperature (a trainer's old log-probs)
+    # Greedy calls decoded alone on an engine that drafts: tokens drafted from the sequence and checked in one forward, 0 = off.
+    prompt_lookup_num_tokens: int = DRAFT_TOKENS
 
     def __post_init__(self) -> None:
         positive_int("max_tokens", self.max_tokens)
@@ -46,6 +49,9 @@ class SamplingParams:
             raise ValueError(f"min_p must be in [0, 1] (0 = off), got {self.min_p!r}")
         if not self.repetition_penalty > 0:
             raise ValueError(f"repetition_penalty must be > 0 (1.0 = off), got {self.repetition_penalty!r}")
+        lookup = self.prompt_lookup_num_tokens
+        if not isinstance(lookup, int) or isinstance(lookup, bool) or lookup < 0:
+            raise ValueError(f"prompt_lookup_num_tokens must be an integer >= 0 (0 = off), got {lookup!r}")
 
     @property
     def reports_logprobs(self) -> bool:

@@ -217,14 +217,14 @@ def run_compare_benchmark(name: str, settings: dict[str, Any], config: Any, **mo
     load = OtherLoad()
     model = load_chat_model("smollm2-135m", temperature=0, **model_options)
     result = run_comparison(config, model=model)
-    engine = model.engine  # prompt lookup's counters: how much of the decoding the drafts carried
+    engine, lookup = model.engine, model.prompt_lookup_in_use  # prompt lookup's counters: how much of the decoding the drafts carried
     write_result(name, {
         "settings": settings, "out": str(result.out), "summary_md": result.markdown, "other_cpu_cores": load.cores(),
-        "prompt_lookup_num_tokens": engine.prompt_lookup_num_tokens, "drafted_tokens": engine.drafted_tokens, "accepted_tokens": engine.accepted_tokens,
+        "prompt_lookup_num_tokens": lookup, "drafted_tokens": engine.drafted_tokens, "accepted_tokens": engine.accepted_tokens,
     })
     print(result.markdown)
     print(
-        f"{name}: tables and plots in {result.out}; prompt lookup ({engine.prompt_lookup_num_tokens}-token drafts) kept "
+        f"{name}: tables and plots in {result.out}; prompt lookup ({lookup}-token drafts) kept "
         f"{engine.accepted_tokens:,} of {engine.drafted_tokens:,} drafted tokens; other load {load.cores():.2f} cores"
     )
     return 0

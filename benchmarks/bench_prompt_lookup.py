@@ -74,8 +74,7 @@ def _engine_call(engine: Any, prefills: list[float], prompt: list[int], max_toke
     """One greedy call drafting ``draft_tokens`` (0: none): its whole time, its prefill's (first token included) and its completion."""
     from langgraph_memagent.agents.sampling import SamplingParams
 
-    engine.prompt_lookup_num_tokens = draft_tokens  # read at each step; nothing decodes between calls
-    params = SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0)
+    params = SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0, prompt_lookup_num_tokens=draft_tokens)
     started = time.perf_counter()
     completion = engine.serve_while(lambda: engine.submit(prompt, params).result())
     return time.perf_counter() - started, prefills[-1], completion.completion_token_ids
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     # No prefix cache: a replayed prompt would otherwise skip its prefill.
     model = load_chat_model("smollm2-135m", temperature=0, prompt_lookup_num_tokens=0, prefix_cache_size=0)
     engine = model.engine
-    if engine.decode_path != "fused-int4-llama":
+    if not engine.can_draft:
         raise SystemExit(f"{NAME}: drafts need the eager fused int4 step, but this engine decodes through {engine.decode_path!r}")
     recorded = engine.serve_while(_record_calls, model, parse_length(args.length), args.seed)
     max_tokens = 128  # MemAgent's memory budget; the final answer's calls stop well before it

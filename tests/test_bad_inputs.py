@@ -211,7 +211,7 @@ ROWS: list[Row] = [
     Row("cli", "--compile-decode on a server model", ("--compile-decode applies to local models", "'vllm:x'"),
         cli("run", "--question", "q", "--document", "{doc}", "--model", "vllm:x", "--base-url", "http://127.0.0.1:9/v1", "--compile-decode")),
     Row("cli", "--prompt-lookup -1", ("--prompt-lookup", "draft tokens >= 0", "'-1'"), cli("run", "--question", "q", "--document", "{doc}", "--prompt-lookup", "-1")),
-    Row("python", "LocalChatModel(prompt_lookup_num_tokens=-2), BatchedGenerator(prompt_lookup_num_tokens=1.5)",
+    Row("python", "LocalChatModel(prompt_lookup_num_tokens=-2), SamplingParams(prompt_lookup_num_tokens=1.5 or True)",
         covered_by="test_prompt_lookup.py::test_a_negative_or_fractional_draft_length_is_refused_by_name"),
     Row("python", "compile_decode=True on a model the fused step cannot serve (float32)", covered_by="test_compiled_decode.py::test_compiling_a_model_the_fused_step_cannot_serve_is_refused_by_name"),
     Row("python", "LocalChatModel(quantization='int8'), from_model(..., quantization='int4'), a Linear of 20 inputs", covered_by="test_local_model.py::test_int4_is_refused_where_it_cannot_apply"),

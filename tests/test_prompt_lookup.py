@@ -26,16 +26,11 @@ def int4_model(embedded_model_dir):
     return BatchedGenerator.load(str(embedded_model_dir), quantization="int4").model
 
 
-def _engine(model, tokenizer, tokens):
-    from langgraph_memagent.agents.batched_generator import BatchedGenerator
-
-    return BatchedGenerator(model, tokenizer, prompt_lookup_num_tokens=tokens, prefix_cache_size=0)
-
-
 @pytest.mark.embedded
 def test_a_greedy_call_with_drafts_gives_the_tokens_of_one_without(int4_model, embedded_model_dir):
     from transformers import AutoTokenizer
 
+    from langgraph_memagent.agents.batched_generator import BatchedGenerator
     from langgraph_memagent.agents.sampling import SamplingParams
 
     tokenizer = AutoTokenizer.from_pretrained(str(embedded_model_dir))
@@ -44,26 +39,25 @@ def test_a_greedy_call_with_drafts_gives_the_tokens_of_one_without(int4_model, e
         tokenizer(tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False)).input_ids
         for text in (f"Copy this text exactly:\n{memory}", f"Memory:\n{memory}\n\nUpdated memory:")
     ]
-    plain, drafting = _engine(int4_model, tokenizer, 0), _engine(int4_model, tokenizer, 4)
+    engine = BatchedGenerator(int4_model, tokenizer, prefix_cache_size=0)  # the draft length is each call's own
     try:
         for max_tokens in (48, 6):  # a draft never runs past the call's limit
-            params = SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0)
             for prompt in prompts:
-                expected = plain.submit(prompt, params).result()
-                got = drafting.submit(prompt, params).result()
+                before = engine.drafted_tokens
+                expected = engine.submit(prompt, SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0, prompt_lookup_num_tokens=0)).result()
+                assert engine.drafted_tokens == before  # drafts off for this call
+                got = engine.submit(prompt, SamplingParams(max_tokens=max_tokens, temperature=0.0, top_p=1.0, prompt_lookup_num_tokens=4)).result()
                 assert got.completion_token_ids == expected.completion_token_ids
                 assert (got.text, got.finish_reason) == (expected.text, expected.finish_reason)
                 assert len(got.completion_token_ids) <= max_tokens
-        # The copy was drafted and the model agreed with most of it; the plain engine drafted nothing.
-        assert drafting.accepted_tokens > 20 and drafting.drafted_tokens >= drafting.accepted_tokens
-        assert plain.drafted_tokens == 0
+        # The copy was drafted and the model agreed with most of it.
+        assert engine.drafted_tokens >= engine.accepted_tokens > 20
         # Sampled calls never draft.
-        before = drafting.drafted_tokens
-        drafting.submit(prompts[0], SamplingParams(max_tokens=16, temperature=1.0, top_p=1.0)).result()
-        assert drafting.drafted_tokens == before
+        before = engine.drafted_tokens
+        engine.submit(prompts[0], SamplingParams(max_tokens=16, temperature=1.0, top_p=1.0)).result()
+        assert engine.drafted_tokens == before
     finally:
-        plain.close()
-        drafting.close()
+        engine.close()
 
 
 @pytest.mark.embedded
@@ -95,20 +89,26 @@ def test_the_fused_step_checks_several_tokens_of_one_row_as_single_steps_would(i
 
 
 def test_a_negative_or_fractional_draft_length_is_refused_by_name(embedded_model_dir):
-    from langgraph_memagent.agents.batched_generator import BatchedGenerator
     from langgraph_memagent.agents.local_model import LocalChatModel
+    from langgraph_memagent.agents.sampling import SamplingParams
 
-    with pytest.raises(ValueError, match=r"prompt_lookup_num_tokens must be >= 0 \(0 = off\), got -2"):
+    # The model names it when built, not at its first call; a call option is checked the same way.
+    with pytest.raises(ValueError, match=r"prompt_lookup_num_tokens must be an integer >= 0 \(0 = off\), got -2"):
         LocalChatModel(model_path=str(embedded_model_dir), prompt_lookup_num_tokens=-2)
-    with pytest.raises(ValueError, match=r"prompt_lookup_num_tokens must be an integer >= 0 \(0 = off\), got 1.5"):
-        BatchedGenerator(object(), object(), prompt_lookup_num_tokens=1.5)
+    for bad in (1.5, True):
+        with pytest.raises(ValueError, match=rf"prompt_lookup_num_tokens must be an integer >= 0 \(0 = off\), got {bad}"):
+            SamplingParams(max_tokens=8, temperature=0.0, top_p=1.0, prompt_lookup_num_tokens=bad)
 
 
-def test_only_the_eager_int4_step_drafts(embedded_model_dir):
+def test_only_the_eager_int4_step_drafts_and_draft_lengths_share_one_engine(embedded_model_dir):
     from langgraph_memagent.agents.local_model import LocalChatModel
 
-    assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4").prompt_lookup_in_use == DRAFT_TOKENS == 12
-    assert LocalChatModel(model_path=str(embedded_model_dir), quantization="int4", prompt_lookup_num_tokens=0).prompt_lookup_in_use == 0
+    drafting = LocalChatModel(model_path=str(embedded_model_dir), quantization="int4")
+    plain = LocalChatModel(model_path=str(embedded_model_dir), quantization="int4", prompt_lookup_num_tokens=0)
+    assert drafting.prompt_lookup_in_use == DRAFT_TOKENS == 12
+    assert plain.prompt_lookup_in_use == 0
+    # One loaded model and one worker thread: a second engine would hold a second OpenMP team.
+    assert plain.engine is drafting.engine
     assert LocalChatModel(model_path=str(embedded_model_dir)).prompt_lookup_in_use == 0  # float32: the model's forward
 
 
