@@ -58,8 +58,8 @@ from .memory_index import MemoryGroup
 from .sumer_prompts import (
     SEARCH_TOOL,
     SUBMIT_TOOL,
-    SUMER_FORCED_ANSWER_TEMPLATE,
-    SUMER_FORCED_SUBMIT_TEMPLATE,
+    ANSWER_RULES,
+    forced_answer_template,
     QueryStyle,
     SearchMemoryArgs,
     SearchMode,
@@ -72,6 +72,7 @@ from .sumer_prompts import (
 ToolChoice = Literal["auto", "required"]
 ForcedAnswerCall = Literal["text", "submit"]
 SearchReply = Literal["echo", "plain"]
+AnswerRule = Literal[tuple(ANSWER_RULES)]  # type: ignore[valid-type]
 StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
 
 # Without a tokenizer, text is counted at this many characters per token until the model
@@ -201,6 +202,7 @@ class _SumerSteps:
         tool_choice: ToolChoice,
         search_reply: SearchReply,
         query_style: QueryStyle,
+        answer_rule: AnswerRule,
     ):
         self.model = model
         self.echo_query = search_reply == "echo"
@@ -225,7 +227,7 @@ class _SumerSteps:
         self.tools_tokens = self.count(json.dumps(tools))
         submit = forced_answer_call == "submit"
         self.forced_answer_call = forced_answer_call
-        self.forced_template = SUMER_FORCED_SUBMIT_TEMPLATE if submit else SUMER_FORCED_ANSWER_TEMPLATE
+        self.forced_template = forced_answer_template(forced_answer_call, answer_rule)
         # A submit call's prompt also carries the submit tool's schema: counted once, here.
         self.forced_tools_tokens = self.count(json.dumps(tools[1])) if submit else 0
 
@@ -545,6 +547,7 @@ def build_sumer_graph(
     tool_choice: ToolChoice = "auto",
     search_reply: SearchReply = "echo",
     query_style: QueryStyle = "free",
+    answer_rule: AnswerRule = "none",
     checkpointer: BaseCheckpointSaver | None = None,
     name: str = "sumer",
 ) -> SumerGraph:
@@ -599,6 +602,9 @@ def build_sumer_graph(
             ``"question"`` (ours: the question's own words, in the system prompt's rules and the
             query's description; a 135M policy left free queries with a guessed answer or the
             tool's name).
+        answer_rule: a rule the forced answer's prompt adds before the problem: ``"none"`` or
+            ``"yes-no"`` (ours: "answer Yes or No" to a yes/no question; untrained, the 135M policy
+            answered such questions "yes" almost always).
         checkpointer: any LangGraph checkpointer (the document never enters checkpoints).
         name: graph name.
 
@@ -630,7 +636,7 @@ def build_sumer_graph(
     for option, value, choices in (
         ("final_prompt", final_prompt, FinalPromptStyle), ("tool_choice", tool_choice, ToolChoice),
         ("forced_answer_call", forced_answer_call, ForcedAnswerCall), ("search_reply", search_reply, SearchReply),
-        ("query_style", query_style, QueryStyle),
+        ("query_style", query_style, QueryStyle), ("answer_rule", answer_rule, AnswerRule),
     ):
         if value not in get_args(choices):
             raise ValueError(f"{option} must be {' or '.join(map(repr, get_args(choices)))}, got {value!r}")
@@ -658,6 +664,7 @@ def build_sumer_graph(
         tool_choice=tool_choice,
         search_reply=search_reply,
         query_style=query_style,
+        answer_rule=answer_rule,
     )
     builder = StateGraph(SumerState, input_schema=SumerInput, output_schema=SumerOutput)
     builder.add_node("ingest", node(steps.ingest, steps.aingest))

@@ -130,3 +130,20 @@ SUMER_FORCED_SUBMIT_TEMPLATE = (
     f"Please answer the problem based on the memory found by calling {SUBMIT_TOOL} with a short answer.\n\n"
     "<problem> \n{prompt}\n</problem>\n\n<memory>\n{memory}\n</memory>\n"
 )
+# Rules the forced answer's prompt may add before the problem (ours, not the paper's). Untrained,
+# the 135M policy greedily answered "yes" to 22 of 24 yes/no questions, "no" to none; sampled at
+# T = 1 it said "no" in 8% of its answers to "no" questions (7 of 88): too rarely for a group of
+# rollouts to learn from. With "yes-no" it said "no" in 32% (28 of 88).
+ANSWER_RULES = {"none": "", "yes-no": "If the problem asks a yes/no question, answer Yes or No.\n\n"}
+
+
+def forced_answer_template(call: str, rule: str = "none") -> str:
+    """The forced answer's prompt: a ``submit_answer`` call (``call="submit"``) or a boxed reply (``"text"``), with ``rule``.
+
+    >>> print(forced_answer_template("submit", "yes-no").split("<problem>")[0].strip().splitlines()[-1])
+    If the problem asks a yes/no question, answer Yes or No.
+    >>> forced_answer_template("text") == SUMER_FORCED_ANSWER_TEMPLATE
+    True
+    """
+    template = SUMER_FORCED_SUBMIT_TEMPLATE if call == "submit" else SUMER_FORCED_ANSWER_TEMPLATE
+    return template.replace("<problem>", ANSWER_RULES[rule] + "<problem>", 1)

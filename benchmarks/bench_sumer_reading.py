@@ -14,7 +14,8 @@ one of these ways and rendered exactly as the search tool replies:
   bare lines in all, in conversation order (the reading curriculum's distractors).
 
 ``--search_reply plain`` drops the query from the reply's first line, as the graph option of
-the same name does (the twelfth SUMER recipe trains under it).
+the same name does (the twelfth SUMER recipe trains under it). ``--answer_rule yes-no`` adds
+the graph option's rule to the forced answer's prompt.
 
 The policy (the untrained SmolLM2-135M of ``--preset cpu-sumer``, or with ``--adapter`` a
 trained checkpoint) then makes the forced answer of
@@ -46,8 +47,8 @@ NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
 
 
-def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: int, search_reply: str) -> dict[str, Any]:
-    """The per-setting rows of an earlier result on the same split, questions and reply; a bad file is one parser error."""
+def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: int, search_reply: str, answer_rule: str) -> dict[str, Any]:
+    """The per-setting rows of an earlier result on the same split, questions, reply and rule; a bad file is one parser error."""
     settings, memories = earlier_result(parser, path, "settings", "memories")
     if (settings.get("split"), settings.get("questions")) != (split, questions):
         parser.error(f"--before {str(path)!r} has split {settings.get('split')!r} and {settings.get('questions')} questions, "
@@ -55,6 +56,9 @@ def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: 
     earlier_reply = settings.get("search_reply", "echo")  # results from before the option used the tool's default reply
     if earlier_reply != search_reply:
         parser.error(f"--before {str(path)!r} has search_reply {earlier_reply!r}, this run {search_reply!r}")
+    earlier_rule = settings.get("answer_rule", "none")  # results from before the option had no rule
+    if earlier_rule != answer_rule:
+        parser.error(f"--before {str(path)!r} has answer_rule {earlier_rule!r}, this run {answer_rule!r}")
     return memories
 
 
@@ -65,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default=DEFAULT_SETTINGS, help="comma-separated memories to try (default: %(default)s)")
     parser.add_argument("--search_reply", choices=("echo", "plain"), default="echo",
                         help="the search reply's first line: 'echo' names the query, 'plain' does not (default: %(default)s)")
+    parser.add_argument("--answer_rule", choices=("none", "yes-no"), default="none",
+                        help="a rule the forced answer's prompt adds, as the graph option (default: %(default)s)")
     parser.add_argument("--adapter", help="a trained LoRA checkpoint directory (default: the untrained policy)")
     parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
     parser.add_argument("--before", type=Path,
@@ -75,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
     if args.questions < 2:
         parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
-    before = _before(parser, args.before, args.split, args.questions, args.search_reply) if args.before else None
+    before = _before(parser, args.before, args.split, args.questions, args.search_reply, args.answer_rule) if args.before else None
     from langgraph_memagent.training.reading import parse_reading_memory, reading_memory
 
     try:
@@ -88,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from langgraph_memagent.agents.local_model import LocalChatModel
     from langgraph_memagent.baselines import load_embeddings
-    from langgraph_memagent.baselines.sumer_prompts import SUMER_FORCED_SUBMIT_TEMPLATE, SUMER_TOOLS, SubmitAnswerArgs
+    from langgraph_memagent.baselines.sumer_prompts import SUMER_TOOLS, SubmitAnswerArgs, forced_answer_template
     from langgraph_memagent.evals.locomo_scoring import f1
     from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
@@ -110,10 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, Any] = {}
     banks: dict[int, Any] = {}
     echo_query = args.search_reply == "echo"
+    template = forced_answer_template("submit", args.answer_rule)
     for name, setting in tqdm(settings.items(), desc="memories", unit="setting"):
         memories = [reading_memory(banks, embeddings, record, setting, echo_query=echo_query) for record in records]
         prompts = [
-            SUMER_FORCED_SUBMIT_TEMPLATE.format(source="the conversation", prompt=record["question"], memory=memory)
+            template.format(source="the conversation", prompt=record["question"], memory=memory)
             for record, (memory, _) in zip(records, memories)
         ]
         started = time.perf_counter()
@@ -139,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             change, error = paired_gain(PolicyEvaluation(0.0, 1, [q["f1"] / 100.0 for q in earlier], 0.0), evaluation)
             rows[name].update(f1_before=before[name]["f1"], f1_change=change, f1_change_standard_error=error)
     settings_record = {"split": args.split, "questions": args.questions, "adapter": args.adapter, "turn_tokens": config.turn_tokens,
-                       "search_reply": args.search_reply, "before": str(args.before) if args.before else None}
+                       "search_reply": args.search_reply, "answer_rule": args.answer_rule, "before": str(args.before) if args.before else None}
     write_result(args.name, {"settings": settings_record, "memories": rows, "other_cpu_cores": load.cores()})
     print(f"{args.name} ({args.split}, {args.questions} questions, {args.adapter or 'untrained'}): " + "; ".join(
         f"{name}: F1 {row['f1']:.1f} +- {row['f1_standard_error']:.1f}, {row['answers_with_f1']} with F1 > 0, recall {row['evidence_recall']:.0f}%, "

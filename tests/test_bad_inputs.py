@@ -311,6 +311,7 @@ ROWS: list[Row] = [
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),
     Row("trainer", "--search_reply none", ("--search_reply", "invalid choice: 'none'"), trainer("--search_reply", "none")),
+    Row("trainer", "--answer_rule maybe", ("--answer_rule", "invalid choice: 'maybe'"), trainer("--answer_rule", "maybe")),
     Row("trainer", "--category_shares yes-no=0.5", ("category_shares must be 'category=share' pairs", "got 'yes-no=0.5'"),
         trainer("--preset", "cpu-sumer", "--category_shares", "yes-no=0.5")),
     Row("trainer", "--old_logps rollout with greedy rollouts", ("old_logps 'rollout' needs the embedded engine sampling", "got temperature 0.0"),

@@ -259,6 +259,27 @@ def test_a_plain_search_reply_leaves_the_query_out(reply):
         build_sumer_graph(model, bank=fresh_bank(), search_reply="none")
 
 
+@pytest.mark.parametrize(("call", "rule"), [("submit", "none"), ("submit", "yes-no"), ("text", "yes-no")])
+def test_the_yes_no_rule_reaches_the_forced_answer_prompt_only(call, rule):
+    from langgraph_memagent.graphs.registry import GraphOptions, build_graph
+
+    def search_then_answer(messages, tools):
+        if len(tools) == 1:
+            return AIMessage("", tool_calls=[tool_call("submit_answer", "forced", answer="No")])
+        if not tools:
+            return AIMessage("\\boxed{No}")
+        return always_search(messages, tools)
+
+    model = ScriptedToolModel(responder=search_then_answer)
+    graph = build_graph("sumer", model, GraphOptions(max_turns=1, forced_answer_call=call, answer_rule=rule), None)
+    assert run(graph, conversation_input())["answer"] == "No"
+    sentence = "If the problem asks a yes/no question, answer Yes or No.\n\n<problem>"
+    assert (sentence in model.calls[-1][0].content) == (rule == "yes-no")  # the forced answer
+    assert sentence not in model.calls[0][0].content  # the search turn's system prompt
+    with pytest.raises(ValueError, match="answer_rule must be 'none' or 'yes-no', got 'maybe'"):
+        build_sumer_graph(model, bank=fresh_bank(), answer_rule="maybe")
+
+
 @pytest.mark.parametrize("style", ["free", "question"])
 def test_query_style_question_asks_for_the_questions_words_in_the_rules_and_the_schema(style):
     from langgraph_memagent.graphs.registry import GraphOptions, build_graph

@@ -465,8 +465,9 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     assert capsys.readouterr().err.splitlines()[-1].endswith("(K >= 1, C >= 0), got 'question k=0 context=1'")
     (tmp_path / "other.json").write_text(json.dumps({"settings": {"split": "dev", "questions": 8}, "memories": {}}))
     (tmp_path / "plain.json").write_text(json.dumps({"settings": {"split": "dev", "questions": 32, "search_reply": "plain"}, "memories": {}}))
+    (tmp_path / "rule.json").write_text(json.dumps({"settings": {"split": "dev", "questions": 32, "answer_rule": "yes-no"}, "memories": {}}))
     for before, expected in (("missing.json", "--before must be a result file of this benchmark"), ("other.json", "8 questions, this run 'dev' and 32"),
-                             ("plain.json", "has search_reply 'plain', this run 'echo'")):
+                             ("plain.json", "has search_reply 'plain', this run 'echo'"), ("rule.json", "has answer_rule 'yes-no', this run 'none'")):
         with pytest.raises(SystemExit):
             main(["--before", str(tmp_path / before)])
         assert expected in capsys.readouterr().err.splitlines()[-1]
@@ -549,9 +550,9 @@ def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, 
 
 def test_the_trainers_search_reply_reaches_the_graph_and_the_reading_memory(tmp_path):
     config = parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--search_reply", "plain",
-                           "--forced_answer_call", "submit", "--reading_memory", "evidence"])
+                           "--forced_answer_call", "submit", "--reading_memory", "evidence", "--answer_rule", "yes-no"])
     row = conversation_records(1, seed=0)[0]
-    assert graph_options(config).search_reply == "plain"
+    assert (graph_options(config).search_reply, graph_options(config).answer_rule) == ("plain", "yes-no")
     assert default_graph_input(config)(row)["found"][0].startswith(f"{len(row['evidence'])} matches (the matching line")
 
 

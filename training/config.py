@@ -160,6 +160,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     max_parallel_calls: int = graph_option("max_parallel_calls")
     search_context: int | None = graph_option("search_context")
     search_reply: str = graph_option("search_reply")
+    answer_rule: str = graph_option("answer_rule")
     query_style: str = graph_option("query_style")
     agemem_turns_per_message: int = graph_option("agemem_turns_per_message")
     agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})

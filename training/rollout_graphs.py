@@ -53,6 +53,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         max_parallel_calls=config.max_parallel_calls,
         search_context=config.search_context,
         search_reply=config.search_reply,
+        answer_rule=config.answer_rule,
         query_style=config.query_style,
         agemem_turns_per_message=config.agemem_turns_per_message,
         agemem_distractor_messages=config.agemem_distractor_messages,
