@@ -19,15 +19,18 @@ the graph option's rule to the forced answer's prompt.
 
 The policy (the untrained SmolLM2-135M of ``--preset cpu-sumer``, or with ``--adapter`` a
 trained checkpoint) then makes the forced answer of
-``build_sumer_graph(forced_answer_call="submit")`` greedily: ``submit_answer`` required,
-``turn_tokens`` long, the answer being the call's argument. Reported per setting: the answer's
-F1 in points (mean and standard error over questions), how many answers have F1 > 0 and how
-many copy the schema's description of the answer field, the evidence recall of the memory
-shown and the prompt's mean length in tokens; with ``--before`` (an earlier result on the same
+``build_sumer_graph(forced_answer_call="submit")`` greedily (or ``--samples`` answers at
+``--temperature``): ``submit_answer`` required, ``turn_tokens`` long, the answer being the
+call's argument. Reported per setting: the answer's F1 in points (mean and standard error over
+questions), how many answers have F1 > 0 and how many copy the schema's description of the
+answer field, the evidence recall of the memory shown, the prompt's mean length in tokens, and
+for the yes/no questions how many answers say "yes" and how many "no" by gold answer
+(``--yes-no-only`` keeps only those questions); with ``--before`` (an earlier result on the same
 questions) each setting's F1 change and its paired standard error. Results:
 ``benchmarks/results/bench_sumer_reading.json`` (``--name`` changes the file name).
 
     python -m benchmarks.bench_sumer_reading --questions 32
+    python -m benchmarks.bench_sumer_reading --questions 256 --yes-no-only --settings evidence --temperature 1 --samples 8
     python -m benchmarks.bench_sumer_reading --adapter runs/sumer-read1 --name bench_sumer_reading_read1 \\
         --before benchmarks/results/bench_sumer_reading.json
 """
@@ -35,13 +38,14 @@ questions) each setting's F1 change and its paired standard error. Results:
 from __future__ import annotations
 
 import argparse
+import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, earlier_result, write_result
-from .bench_learning import SPLITS, held_out_conversations
+from .bench_learning import SPLITS, YES_NO, held_out_conversations, is_yes_no
 
 NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
@@ -62,6 +66,23 @@ def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: 
     return memories
 
 
+def yes_no_answers(records: list[dict[str, Any]], answers: list[str], samples: int) -> dict[str, dict[str, int]]:
+    """By gold answer of the yes/no questions: their answers, and how many say "yes" and "no" (as words).
+
+    >>> yes_no_answers([{"answers": ["No"]}, {"answers": ["Oslo"]}], ["No, never", "yes", "Oslo", "no"], 2)
+    {'yes': {'answers': 0, 'saying_yes': 0, 'saying_no': 0}, 'no': {'answers': 2, 'saying_yes': 1, 'saying_no': 1}}
+    """
+    counts = {gold: {"answers": 0, "saying_yes": 0, "saying_no": 0} for gold in YES_NO}
+    for index, answer in enumerate(answers):
+        record = records[index // samples]
+        if is_yes_no(record):
+            row = counts[record["answers"][0].strip().lower()]
+            row["answers"] += 1
+            for word in YES_NO:
+                row[f"saying_{word}"] += bool(re.search(rf"\b{word}\b", answer.lower()))
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out questions, as in bench_learning (default: %(default)s)")
@@ -69,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default=DEFAULT_SETTINGS, help="comma-separated memories to try (default: %(default)s)")
     parser.add_argument("--search_reply", choices=("echo", "plain"), default="echo",
                         help="the search reply's first line: 'echo' names the query, 'plain' does not (default: %(default)s)")
+    parser.add_argument("--yes-no-only", action="store_true", help="keep only the yes/no questions among the first --questions")
+    parser.add_argument("--temperature", type=float, default=0.0, help="the forced answer's sampling temperature, 0 = greedy (default: %(default)s)")
+    parser.add_argument("--samples", type=int, default=1, help="answers per question, more than 1 only when sampled (default: %(default)s)")
     parser.add_argument("--answer_rule", choices=("none", "yes-no"), default="none",
                         help="a rule the forced answer's prompt adds, as the graph option (default: %(default)s)")
     parser.add_argument("--adapter", help="a trained LoRA checkpoint directory (default: the untrained policy)")
@@ -81,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
     if args.questions < 2:
         parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
+    if args.temperature < 0:
+        parser.error(f"--temperature must be >= 0 (0 = greedy), got {args.temperature}")
+    if args.samples < 1 or (args.samples > 1 and args.temperature == 0):
+        parser.error(f"--samples must be 1 when greedy and >= 1 when sampled, got {args.samples} at temperature {args.temperature}")
     before = _before(parser, args.before, args.split, args.questions, args.search_reply, args.answer_rule) if args.before else None
     from langgraph_memagent.training.reading import parse_reading_memory, reading_memory
 
@@ -106,10 +134,15 @@ def main(argv: list[str] | None = None) -> int:
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, args.adapter)
-    # The forced answer's own binding in build_sumer_graph(forced_answer_call="submit"), greedy.
-    chat = LocalChatModel.from_model(model, tokenizer, temperature=0.0)
+    # The forced answer's own binding in build_sumer_graph(forced_answer_call="submit"), greedy unless asked.
+    chat = LocalChatModel.from_model(model, tokenizer, temperature=args.temperature, top_p=1.0)
     answer_model = chat.bind_tools([SUMER_TOOLS[1]], tool_choice="required").bind(max_tokens=config.turn_tokens)
     records = held_out_conversations(args.split, args.questions)
+    if args.yes_no_only:
+        records = [record for record in records if is_yes_no(record)]
+        if len(records) < 2:
+            parser.error(f"--yes-no-only kept {len(records)} of the first {args.questions} questions: ask for more")
+    samples = args.samples
     embeddings = load_embeddings(config.embeddings_model)
     # The schema's own description of the answer field, which the untrained policy often copies.
     description = SubmitAnswerArgs.model_fields["answer"].description.split("(")[0].strip().lower()
@@ -124,11 +157,17 @@ def main(argv: list[str] | None = None) -> int:
             for record, (memory, _) in zip(records, memories)
         ]
         started = time.perf_counter()
-        replies = answer_model.batch([[HumanMessage(prompt)] for prompt in prompts])
+        replies = answer_model.batch([[HumanMessage(prompt)] for prompt in prompts for _ in range(samples)])
         answers = [str(reply.tool_calls[0]["args"].get("answer", "")) if reply.tool_calls else "" for reply in replies]
-        # Greedy, one answer per question: the learning benchmark's evaluation record, F1 as the reward.
-        evaluation = PolicyEvaluation(0.0, 1, [f1(answer, record["answers"]) for answer, record in zip(answers, records)], time.perf_counter() - started)
+        # The learning benchmark's evaluation record (question-major answers), F1 as the reward.
+        rewards = [f1(answer, records[index // samples]["answers"]) for index, answer in enumerate(answers)]
+        evaluation = PolicyEvaluation(args.temperature, samples, rewards, time.perf_counter() - started)
         scores = [100.0 * reward for reward in evaluation.rewards]
+        per_question = [
+            {"question": record["question"], "gold": record["answers"], "answer": answers[i * samples],
+             "f1": sum(scores[i * samples : (i + 1) * samples]) / samples, **({"answers": answers[i * samples : (i + 1) * samples]} if samples > 1 else {})}
+            for i, record in enumerate(records)
+        ]
         recall = [len(set(record["evidence"]) & set(shown)) / len(record["evidence"]) for record, (_, shown) in zip(records, memories)]
         rows[name] = {
             "f1": evaluation.accuracy,
@@ -137,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             "answers_copying_description": sum(answer.strip().lower().startswith(description) for answer in answers),
             "evidence_recall": 100.0 * sum(recall) / len(recall),
             "prompt_tokens": sum(len(tokenizer(prompt)["input_ids"]) for prompt in prompts) / len(prompts),
-            "per_question": [{"question": r["question"], "gold": r["answers"], "answer": a, "f1": s} for r, a, s in zip(records, answers, scores)],
+            "yes_no": yes_no_answers(records, answers, samples),
+            "per_question": per_question,
         }
         if before and name in before:
             earlier = before[name]["per_question"]
@@ -146,11 +186,14 @@ def main(argv: list[str] | None = None) -> int:
             change, error = paired_gain(PolicyEvaluation(0.0, 1, [q["f1"] / 100.0 for q in earlier], 0.0), evaluation)
             rows[name].update(f1_before=before[name]["f1"], f1_change=change, f1_change_standard_error=error)
     settings_record = {"split": args.split, "questions": args.questions, "adapter": args.adapter, "turn_tokens": config.turn_tokens,
-                       "search_reply": args.search_reply, "answer_rule": args.answer_rule, "before": str(args.before) if args.before else None}
+                       "search_reply": args.search_reply, "answer_rule": args.answer_rule, "yes_no_only": args.yes_no_only,
+                       "temperature": args.temperature, "samples": samples, "before": str(args.before) if args.before else None}
     write_result(args.name, {"settings": settings_record, "memories": rows, "other_cpu_cores": load.cores()})
     print(f"{args.name} ({args.split}, {args.questions} questions, {args.adapter or 'untrained'}): " + "; ".join(
         f"{name}: F1 {row['f1']:.1f} +- {row['f1_standard_error']:.1f}, {row['answers_with_f1']} with F1 > 0, recall {row['evidence_recall']:.0f}%, "
-        f"{row['prompt_tokens']:.0f} tokens"
+        f"{row['prompt_tokens']:.0f} tokens, saying yes/no to yes questions {row['yes_no']['yes']['saying_yes']}/{row['yes_no']['yes']['saying_no']} "
+        f"and to no questions {row['yes_no']['no']['saying_yes']}/{row['yes_no']['no']['saying_no']} (of {row['yes_no']['yes']['answers']} and "
+        f"{row['yes_no']['no']['answers']})"
         + (f", change {row['f1_change']:+.1f} +- {row['f1_change_standard_error']:.1f}" if "f1_change" in row else "")
         for name, row in rows.items()
     ))

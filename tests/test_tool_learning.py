@@ -471,6 +471,17 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
         with pytest.raises(SystemExit):
             main(["--before", str(tmp_path / before)])
         assert expected in capsys.readouterr().err.splitlines()[-1]
+    for bad, expected in ((["--samples", "4"], "--samples must be 1 when greedy and >= 1 when sampled, got 4 at temperature 0.0"),
+                          (["--temperature", "-1"], "--temperature must be >= 0 (0 = greedy), got -1.0")):
+        with pytest.raises(SystemExit):
+            main(bad)
+        assert capsys.readouterr().err.splitlines()[-1].endswith(expected)
+    # The yes/no counts against hand-counted ones (its doctest).
+    import doctest
+
+    from benchmarks import bench_sumer_reading
+
+    assert doctest.testmod(bench_sumer_reading).failed == 0
 
 
 def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path, monkeypatch):
