@@ -58,12 +58,11 @@ from .memory_index import MemoryGroup
 from .sumer_prompts import (
     SEARCH_TOOL,
     SUBMIT_TOOL,
-    ANSWER_RULES,
-    forced_answer_template,
     QueryStyle,
     SearchMemoryArgs,
     SearchMode,
     SubmitAnswerArgs,
+    forced_answer_template,
     sumer_system_prompt,
     sumer_tools,
 )
@@ -72,7 +71,7 @@ from .sumer_prompts import (
 ToolChoice = Literal["auto", "required"]
 ForcedAnswerCall = Literal["text", "submit"]
 SearchReply = Literal["echo", "plain"]
-AnswerRule = Literal[tuple(ANSWER_RULES)]  # type: ignore[valid-type]
+AnswerRule = Literal["none", "yes-no"]  # the keys of ANSWER_RULES
 StopReason = Literal["submitted", "turn_limit", "context_overflow", "no_tool_call"]
 
 # Without a tokenizer, text is counted at this many characters per token until the model
