@@ -603,7 +603,7 @@ def build_sumer_graph(
             tool's name).
         answer_rule: a rule the forced answer's prompt adds before the problem: ``"none"`` or
             ``"yes-no"`` (ours: "answer Yes or No" to a yes/no question; untrained, the 135M policy
-            answered such questions "yes" almost always).
+            rarely says "no", so training had no "no" to reward).
         checkpointer: any LangGraph checkpointer (the document never enters checkpoints).
         name: graph name.
 

@@ -130,10 +130,11 @@ SUMER_FORCED_SUBMIT_TEMPLATE = (
     f"Please answer the problem based on the memory found by calling {SUBMIT_TOOL} with a short answer.\n\n"
     "<problem> \n{prompt}\n</problem>\n\n<memory>\n{memory}\n</memory>\n"
 )
-# Rules the forced answer's prompt may add before the problem (ours, not the paper's). Untrained,
-# the 135M policy greedily answered "yes" to 22 of 24 yes/no questions, "no" to none; sampled at
-# T = 1 it said "no" in 8% of its answers to "no" questions (7 of 88): too rarely for a group of
-# rollouts to learn from. With "yes-no" it said "no" in 32% (28 of 88).
+# Rules the forced answer's prompt may add before the problem (ours, not the paper's). Sampled at
+# T = 1 over the evidence alone, the untrained 135M policy said "no" in 9 of 136 answers to "no"
+# questions (and in 18 of 168 to "yes" ones); with "yes-no" in 25 of 136 (34 of 168), which gives
+# a group of rollouts something to learn from. On dev it did not stop a trained policy's constant
+# "yes" (BENCHMARKS.md section 11), so no preset sets it.
 ANSWER_RULES = {"none": "", "yes-no": "If the problem asks a yes/no question, answer Yes or No.\n\n"}
 
 
