@@ -109,6 +109,12 @@ def test_only_the_eager_int4_step_drafts_and_draft_lengths_share_one_engine(embe
     assert plain.prompt_lookup_in_use == 0
     # One loaded model and one worker thread: a second engine would hold a second OpenMP team.
     assert plain.engine is drafting.engine
+    # Each model's calls carry its own draft length to the shared engine, and a call may set its own.
+    engine, prompt = drafting.engine, "Copy this text exactly: The special magic number for quiet-harbor is 4417093."
+    for model, options, drafts in ((plain, {}, False), (drafting, {"prompt_lookup_num_tokens": 0}, False), (drafting, {}, True)):
+        before = engine.drafted_tokens
+        model.invoke(prompt, max_tokens=24, temperature=0.0, **options)
+        assert (engine.drafted_tokens > before) == drafts, (options, drafts)
     assert LocalChatModel(model_path=str(embedded_model_dir)).prompt_lookup_in_use == 0  # float32: the model's forward
 
 
