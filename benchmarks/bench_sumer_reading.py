@@ -110,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.samples < 1 or (args.samples > 1 and args.temperature == 0):
         parser.error(f"--samples must be 1 when greedy and >= 1 when sampled, got {args.samples} at temperature {args.temperature}")
     before = _before(parser, args.before, args.split, args.questions, args.search_reply, args.answer_rule) if args.before else None
+    records = held_out_conversations(args.split, args.questions)
+    if args.yes_no_only:
+        records = [record for record in records if is_yes_no(record)]
+        if len(records) < 2:
+            parser.error(f"--yes-no-only kept {len(records)} of the first {args.questions} questions: ask for more")
+    samples = args.samples
     from langgraph_memagent.training.reading import parse_reading_memory, reading_memory
 
     try:
@@ -137,12 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     # The forced answer's own binding in build_sumer_graph(forced_answer_call="submit"), greedy unless asked.
     chat = LocalChatModel.from_model(model, tokenizer, temperature=args.temperature, top_p=1.0)
     answer_model = chat.bind_tools([SUMER_TOOLS[1]], tool_choice="required").bind(max_tokens=config.turn_tokens)
-    records = held_out_conversations(args.split, args.questions)
-    if args.yes_no_only:
-        records = [record for record in records if is_yes_no(record)]
-        if len(records) < 2:
-            parser.error(f"--yes-no-only kept {len(records)} of the first {args.questions} questions: ask for more")
-    samples = args.samples
     embeddings = load_embeddings(config.embeddings_model)
     # The schema's own description of the answer field, which the untrained policy often copies.
     description = SubmitAnswerArgs.model_fields["answer"].description.split("(")[0].strip().lower()

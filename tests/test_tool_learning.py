@@ -472,7 +472,8 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
             main(["--before", str(tmp_path / before)])
         assert expected in capsys.readouterr().err.splitlines()[-1]
     for bad, expected in ((["--samples", "4"], "--samples must be 1 when greedy and >= 1 when sampled, got 4 at temperature 0.0"),
-                          (["--temperature", "-1"], "--temperature must be >= 0 (0 = greedy), got -1.0")):
+                          (["--temperature", "-1"], "--temperature must be >= 0 (0 = greedy), got -1.0"),
+                          (["--questions", "2", "--yes-no-only"], "--yes-no-only kept 0 of the first 2 questions: ask for more")):
         with pytest.raises(SystemExit):
             main(bad)
         assert capsys.readouterr().err.splitlines()[-1].endswith(expected)
