@@ -49,20 +49,22 @@ from .bench_learning import SPLITS, YES_NO, held_out_conversations, is_yes_no
 
 NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"
+# Prompt options a result must share with the run it is paired with; results from before an option
+# existed were made with its default.
+_LATER_OPTIONS = {"search_reply": "echo", "answer_rule": "none"}
 
 
-def _before(parser: argparse.ArgumentParser, path: Path, split: str, questions: int, search_reply: str, answer_rule: str) -> dict[str, Any]:
-    """The per-setting rows of an earlier result on the same split, questions, reply and rule; a bad file is one parser error."""
+def _before(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """The per-setting rows of an earlier result on the same split, questions and prompt options; a bad file is one parser error."""
+    path, split, questions = args.before, args.split, args.questions
     settings, memories = earlier_result(parser, path, "settings", "memories")
     if (settings.get("split"), settings.get("questions")) != (split, questions):
         parser.error(f"--before {str(path)!r} has split {settings.get('split')!r} and {settings.get('questions')} questions, "
                      f"this run {split!r} and {questions}")
-    earlier_reply = settings.get("search_reply", "echo")  # results from before the option used the tool's default reply
-    if earlier_reply != search_reply:
-        parser.error(f"--before {str(path)!r} has search_reply {earlier_reply!r}, this run {search_reply!r}")
-    earlier_rule = settings.get("answer_rule", "none")  # results from before the option had no rule
-    if earlier_rule != answer_rule:
-        parser.error(f"--before {str(path)!r} has answer_rule {earlier_rule!r}, this run {answer_rule!r}")
+    for option, default in _LATER_OPTIONS.items():
+        earlier = settings.get(option, default)
+        if earlier != getattr(args, option):
+            parser.error(f"--before {str(path)!r} has {option} {earlier!r}, this run {getattr(args, option)!r}")
     return memories
 
 
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--temperature must be >= 0 (0 = greedy), got {args.temperature}")
     if args.samples < 1 or (args.samples > 1 and args.temperature == 0):
         parser.error(f"--samples must be 1 when greedy and >= 1 when sampled, got {args.samples} at temperature {args.temperature}")
-    before = _before(parser, args.before, args.split, args.questions, args.search_reply, args.answer_rule) if args.before else None
+    before = _before(parser, args) if args.before else None
     records = held_out_conversations(args.split, args.questions)
     if args.yes_no_only:
         records = [record for record in records if is_yes_no(record)]

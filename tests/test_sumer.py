@@ -276,6 +276,12 @@ def test_the_yes_no_rule_reaches_the_forced_answer_prompt_only(call, rule):
     sentence = "If the problem asks a yes/no question, answer Yes or No.\n\n<problem>"
     assert (sentence in model.calls[-1][0].content) == (rule == "yes-no")  # the forced answer
     assert sentence not in model.calls[0][0].content  # the search turn's system prompt
+    from typing import get_args
+
+    from langgraph_memagent.baselines.sumer import AnswerRule
+    from langgraph_memagent.baselines.sumer_prompts import ANSWER_RULES
+
+    assert get_args(AnswerRule) == tuple(ANSWER_RULES)  # the graph's choices are the rules the prompt knows
     with pytest.raises(ValueError, match="answer_rule must be 'none' or 'yes-no', got 'maybe'"):
         build_sumer_graph(model, bank=fresh_bank(), answer_rule="maybe")
 
