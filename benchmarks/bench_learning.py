@@ -152,10 +152,11 @@ def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samp
 
 def whole_episodes(config: Any) -> Any:
     """``config`` for the held-out evaluation: always whole episodes, also after a reading
-    curriculum (``reading_memory``; its reading step alone is ``bench_sumer_reading``'s) or a writing
-    one (``agemem_sessions``)."""
+    curriculum (``reading_memory``; its reading step alone is ``bench_sumer_reading``'s), a search one
+    (``search_curriculum``) or a writing one (``agemem_sessions``)."""
     episodes = copy.copy(config)
     episodes.reading_memory = None
+    episodes.search_curriculum = False
     episodes.agemem_sessions = "all"
     return episodes
 

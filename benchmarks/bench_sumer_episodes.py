@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if config.reading_memory:
         parser.error(f"episodes are whole: drop --reading_memory {config.reading_memory!r}")
+    if config.search_curriculum:
+        parser.error("episodes are whole: drop --search_curriculum")
     load = OtherLoad()
     model, tokenizer = load_policy(config)
     records = episode_records(config, tokenizer, args.split, args.questions)

@@ -526,6 +526,41 @@ def test_reading_curriculum_is_checked_before_anything_loads(tmp_path):
         parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--reading_memory", "evidence"])
 
 
+def test_search_curriculum_rollouts_are_the_search_turn_alone_scored_by_its_evidence_recall(tiny_model_dir, tmp_path):
+    from benchmarks.bench_learning import whole_episodes
+    from langgraph_memagent.training.tool_use import evidence_recall
+    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
+
+    rows = conversation_records(2, seed=4)
+    batches = []
+
+    class Recording(MultiConvGRPOTrainer):
+        def _batch_from_rollouts(self, rollouts, mode, **kwargs):
+            batches.append(rollouts)
+            return super()._batch_from_rollouts(rollouts, mode, **kwargs)
+
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", turn_tokens=128, answer_tokens=4, tool_choice="required",
+                         forced_answer_call="submit", sumer_require_submit=False, max_turns=1, search_curriculum=True,
+                         evidence_reward_weight=0.5)
+    trainer = make_trainer(tiny_model_dir, Dataset.from_list(rows), config, Recording)
+    trainer.train()
+    rollouts = [rollout for batch in batches for rollout in batch]
+    # The turn alone, also where the turn searched and hit the cap: no forced answer after it.
+    assert rollouts and all(len(rollout.calls) == 1 for rollout in rollouts)
+    assert "turn_limit" in {rollout.output["stop_reason"] for rollout in rollouts}
+    prompts = [trainer.processing_class.decode(rollout.calls[0].prompt_ids) for rollout in rollouts]
+    assert not any("You cannot search any more" in prompt for prompt in prompts)
+    evidence = {row["question"]: row["evidence"] for row in rows}
+    for rollout in rollouts:
+        # The recall alone: not the paper's -1 for no answer, nor its sum with the evidence shaping.
+        assert not rollout.output["forced_answer"]
+        assert rollout.reward == rollout.measures["reward/evidence"] == evidence_recall(rollout.output["searches"], evidence[rollout.output["question"]])
+    assert "reward/evidence" in trainer.state.log_history[0] and "reward/paper" not in trainer.state.log_history[0]
+    assert whole_episodes(config).search_curriculum is False
+    with pytest.raises(ValueError, match=r"search_curriculum is for graph 'sumer' with max_turns >= 1 and no reading_memory, got graph 'memagent'"):
+        parse_config(["--output_dir", str(tmp_path), "--search_curriculum", "true"])
+
+
 def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, tmp_path):
     import itertools
 

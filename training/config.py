@@ -229,6 +229,15 @@ class MultiConvGRPOConfig(GRPOConfig):
             "the question) or 'evidence+question k=K' (the evidence among that search's hits, K lines). Unset: whole episodes."
         },
     )
+    search_curriculum: bool = field(
+        default=False,
+        metadata={
+            "help": "Ours, opt-in, a search curriculum for graph 'sumer': every rollout is its max_turns tool-calling turns "
+            "alone, with no forced answer, and its reward is the share of the row's evidence turns that its searches "
+            "returned (reward/evidence; rows need 'evidence' ids, e.g. --task conversations). It replaces the paper "
+            "reward, which needs an answer, and evidence_reward_weight. False: whole episodes."
+        },
+    )
     agemem_sessions: str = field(
         default="all",
         metadata={
@@ -450,6 +459,11 @@ class MultiConvGRPOConfig(GRPOConfig):
                     f"reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph {self.graph!r} "
                     f"and forced_answer_call {self.forced_answer_call!r}"
                 )
+        if self.search_curriculum and (self.graph != "sumer" or self.reading_memory is not None or self.max_turns < 1):
+            problems.append(
+                f"search_curriculum is for graph 'sumer' with max_turns >= 1 and no reading_memory, got graph {self.graph!r}, "
+                f"max_turns {self.max_turns!r} and reading_memory {self.reading_memory!r}"
+            )
         if self.agemem_sessions not in AGEMEM_SESSIONS or (self.agemem_sessions != "all" and self.graph != "agemem"):
             problems.append(
                 f"agemem_sessions must be one of {list(AGEMEM_SESSIONS)} and other than 'all' only for graph 'agemem', got "

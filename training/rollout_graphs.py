@@ -19,7 +19,7 @@ from .rewards import (
 from .reading import ReadingInput
 from .writing import evidence_sessions_input, shuffled_evidence_sessions_input
 from .rollouts import RewardFn
-from .tool_use import EvidenceShapedReward
+from .tool_use import EvidenceShapedReward, SearchRecallReward
 
 
 GraphBuilder = Callable[[Any, MultiConvGRPOConfig, Any], Any]
@@ -84,9 +84,12 @@ def rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> An
     SUMER's bank ingests a conversation once and every rollout of its group searches the
     same items; AgeMem keeps each run's long-term memory under a fresh user id, cleared after
     the answer, and LangMem each run's extracted memories (``memory_per_run``), so concurrent
-    rollouts never read each other's memory.
+    rollouts never read each other's memory. SUMER's search curriculum (``search_curriculum``)
+    ends each episode at its turn cap without the forced answer.
     """
     per_run = {"memory_per_run": True} if config.graph == "langmem" else {}
+    if config.search_curriculum:
+        per_run["force_answer"] = False
     return build_graph(config.graph, model, graph_options(config), tokenizer, **per_run)
 
 
@@ -98,7 +101,8 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bo
     fallback; with ``config.sumer_require_submit`` (the paper's rule) only answers given
     through ``submit_answer`` count (:class:`SubmittedAnswersOnly`); ``config.evidence_reward_weight``
     adds the opt-in evidence shaping (:class:`EvidenceShapedReward`) unless ``shaped=False``
-    (the paper reward alone, for held-out measurements). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
+    (the paper reward alone, for held-out measurements); SUMER's search curriculum
+    (``search_curriculum``) is scored by its searches' evidence recall alone (:class:`SearchRecallReward`). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
     from the policy's window when unset) and ``config.agemem_turn_limit``.
 
     >>> default_reward(MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer"))
@@ -106,6 +110,8 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bo
     ...
     ValueError: graph 'sumer' needs an LLM judge for its J x F1 reward: set judge_model (a model spec, e.g. 'smollm2-135m' or 'vllm:<model>' with judge_base_url), or choose the judge-free fallback explicitly with reward_metric='f1'
     """
+    if config.graph == "sumer" and config.search_curriculum:
+        return SearchRecallReward()
     if config.graph == "sumer":
         reward = _sumer_reward(config, judge)
         reward = SubmittedAnswersOnly(reward) if config.sumer_require_submit else reward

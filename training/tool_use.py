@@ -177,4 +177,35 @@ class EvidenceShapedReward:
         return [p + self.weight * r for p, r in zip(paper, recalls)]
 
 
-__all__ = ["GRAPH_MEASURES", "EvidenceShapedReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]
+class SearchRecallReward:
+    """The search curriculum's reward (ours, opt-in): the evidence recall of the rollout's searches alone.
+
+    A rollout of that curriculum ends after its tool-calling turns, without an answer, so
+    SUMER's paper reward would be -1 for every one of them and teach nothing; the generator's
+    evidence ids say which searches found what the question needs. A rollout that submits
+    instead of searching scores 0. ``last_components`` logs the recall as ``reward/evidence``.
+
+    >>> reward = SearchRecallReward()
+    >>> sample = {"answers": ["Oslo"], "evidence": ["D1:1", "D2:3"]}
+    >>> reward({"searches": [{"hits": ["D1:1", "D4:2"]}]}, sample), reward({"answer": "Oslo", "searches": []}, sample)
+    (0.5, 0.0)
+    >>> reward.last_components
+    [{'evidence': 0.0}]
+    """
+
+    def __init__(self) -> None:
+        self.last_components: list[dict[str, float]] = []
+        self.__name__ = "search_evidence_recall"  # TRL logs rewards under this name
+
+    def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        return self.batch([output], [sample])[0]
+
+    def batch(self, outputs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]) -> list[float]:
+        """The recalls of many rollouts (0 for rows without evidence ids)."""
+        recalls = [evidence_recall(output.get("searches"), sample.get("evidence") or []) or 0.0
+                   for output, sample in zip(outputs, samples, strict=True)]
+        self.last_components = [{"evidence": recall} for recall in recalls]
+        return recalls
+
+
+__all__ = ["GRAPH_MEASURES", "EvidenceShapedReward", "SearchRecallReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]
