@@ -42,8 +42,8 @@ shaping is left out), and per question the benchmark reports the valid-call rate
 evidence recall of the searches, the submit rate and the answer's F1, each before and after
 with its paired standard error (``tool_use``). ``--locomo-questions N`` also answers N
 seeded questions of LoCoMo conv-30 greedily before and after (the real file, no tuning on
-it). After a reading curriculum (``-- --reading_memory ...``) the held-out episodes are still
-whole. Each run also keeps the greedy and sampled F1 and evidence-recall changes by question
+it). After a reading or search curriculum (``-- --reading_memory ...``, ``--search_curriculum true``)
+the held-out episodes are still whole. Each run also keeps the greedy and sampled F1 and evidence-recall changes by question
 group (the generator's categories, the questions that are not yes/no, each half;
 ``by_question_group``) and the F1 of constant "yes" and "no" answers (``constant_answer_f1``);
 ``python -m benchmarks.learning_report`` gives them across seeds. Results:
@@ -110,7 +110,8 @@ AGEMEM_KEYS = ("agemem_turns_per_message", "agemem_stage_turns", "agemem_distrac
 LATER_KEYS = {"query_style": "free", "answer_rule": "none"}
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
-    "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "agemem_sessions", "init_adapter",
+    "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "search_curriculum", "agemem_sessions",
+    "init_adapter",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 LOGGED = ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)

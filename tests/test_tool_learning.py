@@ -485,12 +485,10 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     assert doctest.testmod(bench_sumer_reading).failed == 0
 
 
-def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path, monkeypatch):
-    from benchmarks.bench_learning import whole_episodes
-    from langgraph_memagent.training import evaluation
+def trained_recording_rollouts(tiny_model_dir, rows, config):
+    """A trainer run on ``rows`` under ``config``, and every rollout it trained on."""
     from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
-    rows = conversation_records(2, seed=4)
     batches = []
 
     class Recording(MultiConvGRPOTrainer):
@@ -498,11 +496,19 @@ def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tin
             batches.append(rollouts)
             return super()._batch_from_rollouts(rollouts, mode, **kwargs)
 
-    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", turn_tokens=48, answer_tokens=4, tool_choice="required",
-                         forced_answer_call="submit", sumer_require_submit=False, reading_memory="evidence")
     trainer = make_trainer(tiny_model_dir, Dataset.from_list(rows), config, Recording)
     trainer.train()
-    rollouts = [rollout for batch in batches for rollout in batch]
+    return trainer, [rollout for batch in batches for rollout in batch]
+
+
+def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path, monkeypatch):
+    from benchmarks.bench_learning import whole_episodes
+    from langgraph_memagent.training import evaluation
+
+    rows = conversation_records(2, seed=4)
+    config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", turn_tokens=48, answer_tokens=4, tool_choice="required",
+                         forced_answer_call="submit", sumer_require_submit=False, reading_memory="evidence")
+    trainer, rollouts = trained_recording_rollouts(tiny_model_dir, rows, config)
     assert rollouts and all(len(rollout.calls) == 1 for rollout in rollouts)  # no turn: the forced answer alone
     prompts = {trainer.processing_class.decode(rollout.calls[0].prompt_ids) for rollout in rollouts}
     evidence_lines = {turn["text"] for row in rows for turn in row["turns"] if turn["dia_id"] in row["evidence"]}
@@ -529,22 +535,12 @@ def test_reading_curriculum_is_checked_before_anything_loads(tmp_path):
 def test_search_curriculum_rollouts_are_the_search_turn_alone_scored_by_its_evidence_recall(tiny_model_dir, tmp_path):
     from benchmarks.bench_learning import whole_episodes
     from langgraph_memagent.training.tool_use import evidence_recall
-    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
     rows = conversation_records(2, seed=4)
-    batches = []
-
-    class Recording(MultiConvGRPOTrainer):
-        def _batch_from_rollouts(self, rollouts, mode, **kwargs):
-            batches.append(rollouts)
-            return super()._batch_from_rollouts(rollouts, mode, **kwargs)
-
     config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", turn_tokens=128, answer_tokens=4, tool_choice="required",
                          forced_answer_call="submit", sumer_require_submit=False, max_turns=1, search_curriculum=True,
                          evidence_reward_weight=0.5)
-    trainer = make_trainer(tiny_model_dir, Dataset.from_list(rows), config, Recording)
-    trainer.train()
-    rollouts = [rollout for batch in batches for rollout in batch]
+    trainer, rollouts = trained_recording_rollouts(tiny_model_dir, rows, config)
     # The turn alone, also where the turn searched and hit the cap: no forced answer after it.
     assert rollouts and all(len(rollout.calls) == 1 for rollout in rollouts)
     assert "turn_limit" in {rollout.output["stop_reason"] for rollout in rollouts}

@@ -11,7 +11,8 @@ paper reward. It is ours, not a paper's, and off unless asked for
 (``evidence_reward_weight``): a 135M model rarely earns SUMER's reward at first, and the
 generator's evidence ids say which searches were on the right track. The paper reward stays
 visible on its own: every batch keeps both parts (``last_components``), logged as
-``reward/paper`` and ``reward/evidence``.
+``reward/paper`` and ``reward/evidence``. :class:`SearchRecallReward` is the search
+curriculum's reward (``search_curriculum``): that recall alone, for rollouts without an answer.
 
 >>> output = {"tool_calls": 3, "invalid_tool_calls": 1, "stop_reason": "submitted", "answer": "Oslo",
 ...           "searches": [{"hits": ["D1:2", "D3:4"]}, {"hits": ["D2:1"]}]}
