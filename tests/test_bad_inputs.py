@@ -308,9 +308,11 @@ ROWS: list[Row] = [
     Row("trainer", "--forced_answer_call json", ("--forced_answer_call", "invalid choice: 'json'"), trainer("--forced_answer_call", "json")),
     Row("trainer", "--reading_memory 'question k=0'", ("reading memory must be 'evidence', 'question k=K context=C' or 'evidence+question k=K'", "got 'question k=0'"),
         trainer("--preset", "cpu-sumer", "--forced_answer_call", "submit", "--reading_memory", "question k=0")),
-    Row("trainer", "--search_curriculum with a reading memory", ("search_curriculum is for graph 'sumer' with max_turns >= 1 and no reading_memory",
+    Row("trainer", "--search_curriculum with a reading memory", ("search_curriculum is for graph 'sumer' with max_turns >= 1, no reading_memory and rows with evidence ids",
         "reading_memory 'evidence'"),
         trainer("--preset", "cpu-sumer", "--forced_answer_call", "submit", "--reading_memory", "evidence", "--search_curriculum", "true")),
+    Row("trainer", "--search_curriculum on a train_file without evidence ids", ("search_curriculum needs evidence ids on every training row",
+        "noevidence.json"), trainer("--preset", "cpu-sumer", "--max_turns", "1", "--search_curriculum", "true", "--train_file", "{tmp}/noevidence.json")),
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),
     Row("trainer", "--search_reply none", ("--search_reply", "invalid choice: 'none'"), trainer("--search_reply", "none")),
@@ -338,6 +340,7 @@ RUN_HERE = [row for row in ROWS if row.run is not None]
 def test_bad_input_gets_clear_lines(row: Row, tmp_path: Path) -> None:
     _file(tmp_path, "bad.json", "{oops")
     _file(tmp_path, "nodoc.json", [{"prompt": "q?", "reward_model": {"ground_truth": "a"}}])
+    _file(tmp_path, "noevidence.json", [{"prompt": "q?", "context": "a document", "reward_model": {"ground_truth": "a"}}])
     text = row.run(tmp_path)
     assert "Traceback" not in text, text
     lines = [line for line in text.splitlines() if re.search(r"(^|: )error: |^[A-Za-z]+Error: ", line)]

@@ -538,7 +538,7 @@ def test_search_curriculum_rollouts_are_the_search_turn_alone_scored_by_its_evid
 
     rows = conversation_records(2, seed=4)
     config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", turn_tokens=128, answer_tokens=4, tool_choice="required",
-                         forced_answer_call="submit", sumer_require_submit=False, max_turns=1, search_curriculum=True,
+                         forced_answer_call="submit", sumer_require_submit=False, max_turns=1, search_curriculum=True, task="conversations",
                          evidence_reward_weight=0.5)
     trainer, rollouts = trained_recording_rollouts(tiny_model_dir, rows, config)
     # The turn alone, also where the turn searched and hit the cap: no forced answer after it.
@@ -553,8 +553,10 @@ def test_search_curriculum_rollouts_are_the_search_turn_alone_scored_by_its_evid
         assert rollout.reward == rollout.measures["reward/evidence"] == evidence_recall(rollout.output["searches"], evidence[rollout.output["question"]])
     assert "reward/evidence" in trainer.state.log_history[0] and "reward/paper" not in trainer.state.log_history[0]
     assert whole_episodes(config).search_curriculum is False
-    with pytest.raises(ValueError, match=r"search_curriculum is for graph 'sumer' with max_turns >= 1 and no reading_memory, got graph 'memagent'"):
+    with pytest.raises(ValueError, match=r"search_curriculum is for graph 'sumer' .* got graph 'memagent', .* task 'niah_single_1'"):
         parse_config(["--output_dir", str(tmp_path), "--search_curriculum", "true"])
+    with pytest.raises(ValueError, match=r"got graph 'sumer', max_turns 20, reading_memory None and task 'niah_single_1'"):
+        parse_config(["--output_dir", str(tmp_path), "--graph", "sumer", "--reward_metric", "f1", "--search_curriculum", "true"])
 
 
 def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, tmp_path):

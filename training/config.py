@@ -459,10 +459,12 @@ class MultiConvGRPOConfig(GRPOConfig):
                     f"reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph {self.graph!r} "
                     f"and forced_answer_call {self.forced_answer_call!r}"
                 )
-        if self.search_curriculum and (self.graph != "sumer" or self.reading_memory is not None or self.max_turns < 1):
+        evidence_rows = self.train_file is not None or self.task == CONVERSATIONS_TASK
+        if self.search_curriculum and (self.graph != "sumer" or self.reading_memory is not None or self.max_turns < 1 or not evidence_rows):
             problems.append(
-                f"search_curriculum is for graph 'sumer' with max_turns >= 1 and no reading_memory, got graph {self.graph!r}, "
-                f"max_turns {self.max_turns!r} and reading_memory {self.reading_memory!r}"
+                f"search_curriculum is for graph 'sumer' with max_turns >= 1, no reading_memory and rows with evidence ids "
+                f"(--task {CONVERSATIONS_TASK} or a LoCoMo train_file), got graph {self.graph!r}, max_turns {self.max_turns!r}, "
+                f"reading_memory {self.reading_memory!r} and task {self.task!r}"
             )
         if self.agemem_sessions not in AGEMEM_SESSIONS or (self.agemem_sessions != "all" and self.graph != "agemem"):
             problems.append(

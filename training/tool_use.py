@@ -184,7 +184,8 @@ class SearchRecallReward:
     A rollout of that curriculum ends after its tool-calling turns, without an answer, so
     SUMER's paper reward would be -1 for every one of them and teach nothing; the generator's
     evidence ids say which searches found what the question needs. A rollout that submits
-    instead of searching scores 0. ``last_components`` logs the recall as ``reward/evidence``.
+    instead of searching scores 0. A row without evidence ids cannot be scored and is refused.
+    ``last_components`` logs the recall as ``reward/evidence``.
 
     >>> reward = SearchRecallReward()
     >>> sample = {"answers": ["Oslo"], "evidence": ["D1:1", "D2:3"]}
@@ -192,6 +193,10 @@ class SearchRecallReward:
     (0.5, 0.0)
     >>> reward.last_components
     [{'evidence': 0.0}]
+    >>> reward({"searches": []}, {"question": "Where?", "answers": ["Oslo"]})
+    Traceback (most recent call last):
+    ...
+    ValueError: the search curriculum scores searches against each row's evidence ids; 1 row has none, e.g. question 'Where?'
     """
 
     def __init__(self) -> None:
@@ -202,9 +207,14 @@ class SearchRecallReward:
         return self.batch([output], [sample])[0]
 
     def batch(self, outputs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]) -> list[float]:
-        """The recalls of many rollouts (0 for rows without evidence ids)."""
-        recalls = [evidence_recall(output.get("searches"), sample.get("evidence") or []) or 0.0
-                   for output, sample in zip(outputs, samples, strict=True)]
+        """The recalls of many rollouts."""
+        missing = [sample.get("question") for sample in samples if not sample.get("evidence")]
+        if missing:
+            raise ValueError(
+                f"the search curriculum scores searches against each row's evidence ids; {len(missing)} "
+                f"row{'s have' if len(missing) > 1 else ' has'} none, e.g. question {missing[0]!r}"
+            )
+        recalls = [evidence_recall(output.get("searches"), sample["evidence"]) for output, sample in zip(outputs, samples, strict=True)]
         self.last_components = [{"evidence": recall} for recall in recalls]
         return recalls
 
