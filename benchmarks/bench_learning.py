@@ -111,7 +111,7 @@ LATER_KEYS = {"query_style": "free", "answer_rule": "none"}
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
     "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "search_curriculum", "agemem_sessions",
-    "init_adapter",
+    "write_curriculum", "init_adapter",
 )
 DYNAMIC_SAMPLING_KEYS = ("dynamic_sampling/first_draw_reward", "dynamic_sampling/replaced_groups")
 LOGGED = ("step", "temperature", "reward", "reward_std", "kl", "frac_reward_zero_std", *DYNAMIC_SAMPLING_KEYS)
@@ -156,10 +156,11 @@ def _evaluate(model: Any, tokenizer: Any, records: list[dict], config: Any, samp
 def whole_episodes(config: Any) -> Any:
     """``config`` for the held-out evaluation: always whole episodes, also after a reading
     curriculum (``reading_memory``; its reading step alone is ``bench_sumer_reading``'s), a search one
-    (``search_curriculum``) or a writing one (``agemem_sessions``)."""
+    (``search_curriculum``) or a writing one (``agemem_sessions``, ``write_curriculum``)."""
     episodes = copy.copy(config)
     episodes.reading_memory = None
     episodes.search_curriculum = False
+    episodes.write_curriculum = False
     episodes.agemem_sessions = "all"
     return episodes
 

@@ -313,6 +313,8 @@ ROWS: list[Row] = [
         trainer("--preset", "cpu-sumer", "--forced_answer_call", "submit", "--reading_memory", "evidence", "--search_curriculum", "true")),
     Row("trainer", "--search_curriculum on a train_file without evidence ids", ("search_curriculum needs evidence ids on every training row",
         "noevidence.json"), trainer("--preset", "cpu-sumer", "--max_turns", "1", "--search_curriculum", "true", "--train_file", "{tmp}/noevidence.json")),
+    Row("trainer", "--write_curriculum on a train_file without evidence ids", ("write_curriculum needs evidence ids on every training row",
+        "noevidence.json"), trainer("--preset", "cpu-agemem", "--write_curriculum", "true", "--train_file", "{tmp}/noevidence.json")),
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),
     Row("trainer", "--search_reply none", ("--search_reply", "invalid choice: 'none'"), trainer("--search_reply", "none")),

@@ -559,6 +559,34 @@ def test_search_curriculum_rollouts_are_the_search_turn_alone_scored_by_its_evid
         parse_config(["--output_dir", str(tmp_path), "--graph", "sumer", "--reward_metric", "f1", "--search_curriculum", "true"])
 
 
+def test_write_curriculum_rollouts_are_stage_one_alone_scored_by_the_evidence_their_items_hold(tiny_model_dir, tmp_path):
+    from benchmarks.bench_learning import whole_episodes
+    from langgraph_memagent.training.agemem_reward import evidence_held
+
+    rows = conversation_records(2, seed=4)
+    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", turn_tokens=128, agemem_turns_per_message=1, agemem_stage_turns=8,
+                         agemem_distractor_messages=1, tool_choice="required", agemem_write_mode="line",
+                         agemem_sessions="evidence-shuffled", write_curriculum=True, task="conversations")
+    trainer, rollouts = trained_recording_rollouts(tiny_model_dir, rows, config)
+    # Stage 1 alone: one forced add_memory of a line per evidence session, then no distractor, no question, no answer.
+    assert rollouts and all(list(rollout.output["stage_turns"]) == ["build"] for rollout in rollouts)
+    assert all(len(rollout.calls) == rollout.output["arrivals"]["build"] == rollout.output["tool_calls"]["add_memory"] for rollout in rollouts)
+    assert all(rollout.output["answer"] is None for rollout in rollouts)
+    prompts = [trainer.processing_class.decode(call.prompt_ids) for rollout in rollouts for call in rollout.calls]
+    assert not any("Stage 2 of 3" in prompt or "Stage 3 of 3" in prompt for prompt in prompts)
+    by_question = {row["question"]: row for row in rows}
+    for rollout in rollouts:
+        # The evidence the stored lines hold, not AgeMem's composite (whose task part would be 0 without an answer).
+        held = evidence_held(rollout.output["memory_items"], evidence_texts(by_question[rollout.output["question"]]))
+        assert rollout.reward == rollout.measures["reward/memory_recall"] == rollout.measures["memory_recall"] == held
+    assert "reward/memory_recall" in trainer.state.log_history[0] and "reward/task" not in trainer.state.log_history[0]
+    assert whole_episodes(config).write_curriculum is False
+    with pytest.raises(ValueError, match=r"write_curriculum is for graph 'agemem' and rows with evidence ids .* got graph 'sumer' and task 'conversations'"):
+        parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--write_curriculum", "true"])
+    with pytest.raises(ValueError, match=r"got graph 'agemem' and task 'niah_single_1'"):
+        parse_config(["--output_dir", str(tmp_path), "--graph", "agemem", "--write_curriculum", "true"])
+
+
 def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, tmp_path):
     import itertools
 

@@ -238,6 +238,16 @@ class MultiConvGRPOConfig(GRPOConfig):
             "reward, which needs an answer, and evidence_reward_weight. False: whole episodes."
         },
     )
+    write_curriculum: bool = field(
+        default=False,
+        metadata={
+            "help": "Ours, opt-in, a memory-writing curriculum for graph 'agemem': every rollout is stage 1 alone (the "
+            "sessions arrive and the policy stores; no distractors, no question), and its reward is the share of the row's "
+            "evidence turns that its stored items hold (reward/memory_recall; rows need 'evidence' ids, e.g. --task "
+            "conversations). It replaces AgeMem's composite, which needs an answer. Meant with --agemem_sessions "
+            "evidence-shuffled and --agemem_write_mode line. False: whole episodes."
+        },
+    )
     agemem_sessions: str = field(
         default="all",
         metadata={
@@ -465,6 +475,11 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"search_curriculum is for graph 'sumer' with max_turns >= 1, no reading_memory and rows with evidence ids "
                 f"(--task {CONVERSATIONS_TASK} or a LoCoMo train_file), got graph {self.graph!r}, max_turns {self.max_turns!r}, "
                 f"reading_memory {self.reading_memory!r} and task {self.task!r}"
+            )
+        if self.write_curriculum and (self.graph != "agemem" or not evidence_rows):
+            problems.append(
+                f"write_curriculum is for graph 'agemem' and rows with evidence ids (--task {CONVERSATIONS_TASK} or a LoCoMo "
+                f"train_file), got graph {self.graph!r} and task {self.task!r}"
             )
         if self.agemem_sessions not in AGEMEM_SESSIONS or (self.agemem_sessions != "all" and self.graph != "agemem"):
             problems.append(

@@ -251,8 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # fields at once, then TRL's own checks) and the training file.
         config = parse_config(argv)
         records = load_training_file(config.train_file) if config.train_file else None
-        if config.search_curriculum and records is not None and not all(record.get("evidence") for record in records):
-            raise ValueError(f"search_curriculum needs evidence ids on every training row (a LoCoMo file), got rows without them in {config.train_file!r}")
+        curriculum = "search_curriculum" if config.search_curriculum else "write_curriculum" if config.write_curriculum else None
+        if curriculum and records is not None and not all(record.get("evidence") for record in records):
+            raise ValueError(f"{curriculum} needs evidence ids on every training row (a LoCoMo file), got rows without them in {config.train_file!r}")
         # The tool graphs' budget against the policy's window, read from its config alone.
         config.max_context_tokens = context_budget(config, context_window(model_directory(config.model_name_or_path)))
     except (ValueError, OSError) as error:

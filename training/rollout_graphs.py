@@ -19,7 +19,7 @@ from .rewards import (
 from .reading import ReadingInput
 from .writing import evidence_sessions_input, shuffled_evidence_sessions_input
 from .rollouts import RewardFn
-from .tool_use import EvidenceShapedReward, SearchRecallReward
+from .tool_use import EvidenceShapedReward, MemoryRecallReward, SearchRecallReward
 
 
 GraphBuilder = Callable[[Any, MultiConvGRPOConfig, Any], Any]
@@ -85,11 +85,14 @@ def rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> An
     same items; AgeMem keeps each run's long-term memory under a fresh user id, cleared after
     the answer, and LangMem each run's extracted memories (``memory_per_run``), so concurrent
     rollouts never read each other's memory. SUMER's search curriculum (``search_curriculum``)
-    ends each episode at its turn cap without the forced answer.
+    ends each episode at its turn cap without the forced answer; AgeMem's writing curriculum
+    (``write_curriculum``) after stage 1.
     """
     per_run = {"memory_per_run": True} if config.graph == "langmem" else {}
     if config.search_curriculum:
         per_run["force_answer"] = False
+    if config.write_curriculum:
+        per_run["build_only"] = True
     return build_graph(config.graph, model, graph_options(config), tokenizer, **per_run)
 
 
@@ -102,7 +105,8 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bo
     through ``submit_answer`` count (:class:`SubmittedAnswersOnly`); ``config.evidence_reward_weight``
     adds the opt-in evidence shaping (:class:`EvidenceShapedReward`) unless ``shaped=False``
     (the paper reward alone, for held-out measurements); SUMER's search curriculum
-    (``search_curriculum``) is scored by its searches' evidence recall alone (:class:`SearchRecallReward`). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
+    (``search_curriculum``) is scored by its searches' evidence recall alone (:class:`SearchRecallReward`), AgeMem's
+    writing curriculum (``write_curriculum``) by the evidence its stored items hold (:class:`MemoryRecallReward`). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
     from the policy's window when unset) and ``config.agemem_turn_limit``.
 
     >>> default_reward(MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer"))
@@ -116,6 +120,8 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bo
         reward = _sumer_reward(config, judge)
         reward = SubmittedAnswersOnly(reward) if config.sumer_require_submit else reward
         return EvidenceShapedReward(reward, weight=config.evidence_reward_weight) if shaped and config.evidence_reward_weight else reward
+    if config.graph == "agemem" and config.write_curriculum:
+        return MemoryRecallReward()
     if config.graph == "agemem":
         if config.max_context_tokens is None:
             raise ValueError(

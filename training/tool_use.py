@@ -12,7 +12,8 @@ paper reward. It is ours, not a paper's, and off unless asked for
 generator's evidence ids say which searches were on the right track. The paper reward stays
 visible on its own: every batch keeps both parts (``last_components``), logged as
 ``reward/paper`` and ``reward/evidence``. :class:`SearchRecallReward` is the search
-curriculum's reward (``search_curriculum``): that recall alone, for rollouts without an answer.
+curriculum's reward (``search_curriculum``): that recall alone, for rollouts without an answer;
+:class:`MemoryRecallReward` AgeMem's writing curriculum's (``write_curriculum``): the evidence its stored items hold.
 
 >>> output = {"tool_calls": 3, "invalid_tool_calls": 1, "stop_reason": "submitted", "answer": "Oslo",
 ...           "searches": [{"hits": ["D1:2", "D3:4"]}, {"hits": ["D2:1"]}]}
@@ -199,9 +200,16 @@ class SearchRecallReward:
     ValueError: the search curriculum scores searches against each row's evidence ids; 1 row has none, e.g. question 'Where?'
     """
 
+    name = "search_evidence_recall"  # TRL logs rewards under this name
+    component = "evidence"  # logged as reward/<component>
+    scores = "the search curriculum scores searches"
+
     def __init__(self) -> None:
         self.last_components: list[dict[str, float]] = []
-        self.__name__ = "search_evidence_recall"  # TRL logs rewards under this name
+        self.__name__ = self.name
+
+    def recall(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        return evidence_recall(output.get("searches"), sample["evidence"])
 
     def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
         return self.batch([output], [sample])[0]
@@ -211,12 +219,33 @@ class SearchRecallReward:
         missing = [sample.get("question") for sample in samples if not sample.get("evidence")]
         if missing:
             raise ValueError(
-                f"the search curriculum scores searches against each row's evidence ids; {len(missing)} "
+                f"{self.scores} against each row's evidence ids; {len(missing)} "
                 f"row{'s have' if len(missing) > 1 else ' has'} none, e.g. question {missing[0]!r}"
             )
-        recalls = [evidence_recall(output.get("searches"), sample["evidence"]) for output, sample in zip(outputs, samples, strict=True)]
-        self.last_components = [{"evidence": recall} for recall in recalls]
+        recalls = [self.recall(output, sample) for output, sample in zip(outputs, samples, strict=True)]
+        self.last_components = [{self.component: recall} for recall in recalls]
         return recalls
 
 
-__all__ = ["GRAPH_MEASURES", "EvidenceShapedReward", "SearchRecallReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]
+class MemoryRecallReward(SearchRecallReward):
+    """AgeMem's writing curriculum's reward (ours, opt-in): the share of the row's evidence turns its stored items hold.
+
+    A rollout of that curriculum (``write_curriculum``) is AgeMem's stage 1 alone, so it has no
+    answer and AgeMem's composite would score it on context edits alone; what it stored is
+    scored with the composite's own "useful item" rule (:func:`evidence_held`). Logged as
+    ``reward/memory_recall``.
+
+    >>> sample = {"question": "Where?", "evidence": ["D1:1", "D2:3"],
+    ...           "turns": [{"dia_id": "D1:1", "text": "I moved to Oslo!"}, {"dia_id": "D2:3", "text": "I adopted a cat."}]}
+    >>> MemoryRecallReward()({"memory_items": ["Ann: I moved to Oslo!", "Bo: Hi!"]}, sample)
+    0.5
+    """
+
+    name = component = "memory_recall"
+    scores = "the writing curriculum scores stored items"
+
+    def recall(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        return evidence_held([str(item) for item in output.get("memory_items") or ()], evidence_texts(sample) or [])
+
+
+__all__ = ["GRAPH_MEASURES", "EvidenceShapedReward", "MemoryRecallReward", "SearchRecallReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]

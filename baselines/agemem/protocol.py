@@ -63,10 +63,11 @@ def _combine(stages: dict[str, dict[str, Any]]) -> AgeMemProtocolResult:
             usage[key] += output["usage"][key]  # type: ignore[literal-required]
         for tool, count in output["tool_calls"].items():
             counts[tool] = counts.get(tool, 0) + count
-    final = stages["answer"]
+    final = stages[next(reversed(stages))]
+    response = final["response"] if "answer" in stages else ""  # a build stage's text is not an answer
     return AgeMemProtocolResult(
-        response=final["response"],
-        answer=_answer_of(final["response"]),
+        response=response,
+        answer=_answer_of(response),
         usage=usage,
         stage_turns={stage: output["stage_turns"] for stage, output in stages.items()},
         tool_calls=counts,
@@ -79,14 +80,17 @@ def _combine(stages: dict[str, dict[str, Any]]) -> AgeMemProtocolResult:
     )
 
 
-def _stage_inputs(stage1: Sequence[str], stage2: Sequence[str], question: str) -> list[tuple[Stage, dict[str, Any]]]:
+def _stage_inputs(stage1: Sequence[str], stage2: Sequence[str], question: str, build_only: bool = False) -> list[tuple[Stage, dict[str, Any]]]:
     for name, texts in (("stage1", stage1), ("stage2", stage2)):
         if isinstance(texts, str) or not all(isinstance(text, str) and text.strip() for text in texts):
             raise ValueError(f"{name} must be a list of non-empty strings (messages that arrive), got {texts!r}")
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"question must be a non-empty string, got {question!r}")
+    build: tuple[Stage, dict[str, Any]] = ("build", {"stage": "build", "incoming": list(stage1), "messages": [], "reset_context": True})
+    if build_only:
+        return [build]
     return [
-        ("build", {"stage": "build", "incoming": list(stage1), "messages": [], "reset_context": True}),
+        build,
         ("distract", {"stage": "distract", "incoming": list(stage2), "messages": [], "reset_context": True}),
         ("answer", {"stage": "answer", "incoming": [question]}),
     ]
@@ -100,6 +104,7 @@ def run_agemem_protocol(
     question: str,
     context: Mapping[str, Any],
     config: RunnableConfig | None = None,
+    build_only: bool = False,
 ) -> AgeMemProtocolResult:
     """Run AgeMem's three-stage rollout with a graph from :func:`build_agemem_graph`.
 
@@ -107,7 +112,8 @@ def run_agemem_protocol(
     built); (2) the context is reset, ``stage2`` (distractors) arrives; (3) ``question``
     arrives in stage 2's context and the model answers. Long-term memory (the store
     namespace of ``context["user_id"]``) persists across stages. The transcript is
-    carried here, so the graph needs no checkpointer.
+    carried here, so the graph needs no checkpointer. ``build_only`` runs stage 1 alone (no
+    distractors, no question, no answer): a writing curriculum's rollout.
 
     Example:
         >>> result = run_agemem_protocol(graph, stage1=["Ann lives in Oslo."],   # doctest: +SKIP
@@ -116,7 +122,7 @@ def run_agemem_protocol(
         'Oslo'
     """
     stages: dict[str, dict[str, Any]] = {}
-    for stage, payload in _stage_inputs(stage1, stage2, question):
+    for stage, payload in _stage_inputs(stage1, stage2, question, build_only):
         if stage == "answer":
             payload["messages"] = stages["distract"]["messages"]
         stages[stage] = graph.invoke(payload, config, context=dict(context))
@@ -131,10 +137,11 @@ async def arun_agemem_protocol(
     question: str,
     context: Mapping[str, Any],
     config: RunnableConfig | None = None,
+    build_only: bool = False,
 ) -> AgeMemProtocolResult:
     """Async twin of :func:`run_agemem_protocol`."""
     stages: dict[str, dict[str, Any]] = {}
-    for stage, payload in _stage_inputs(stage1, stage2, question):
+    for stage, payload in _stage_inputs(stage1, stage2, question, build_only):
         if stage == "answer":
             payload["messages"] = stages["distract"]["messages"]
         stages[stage] = await graph.ainvoke(payload, config, context=dict(context))
@@ -219,8 +226,9 @@ def essay_distractors(seed_text: str, messages: int, sentences: int) -> list[str
 
 class _AgeMemQASteps:
     def __init__(self, agent: AgeMemGraph, model: BaseChatModel, tokenizer: Any, chunk_tokens: int,
-                 distractor_messages: int, distractor_sentences: int):
+                 distractor_messages: int, distractor_sentences: int, build_only: bool):
         self.agent = agent
+        self.build_only = build_only
         self.model = model
         self.tokenizer = tokenizer
         self.chunk_tokens = chunk_tokens
@@ -274,13 +282,14 @@ class _AgeMemQASteps:
     def run(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
         question, stage1, stage2 = self._stages(state)
         context, temporary = self._context(runtime)
-        result = run_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context)
+        result = run_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context, build_only=self.build_only)
         return self._output(question, result, self._memory(context), temporary)
 
     async def arun(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
         question, stage1, stage2 = await asyncio.to_thread(self._stages, state)
         context, temporary = self._context(runtime)
-        result = await arun_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context)
+        result = await arun_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context,
+                                            build_only=self.build_only)
         return await asyncio.to_thread(self._output, question, result, self._memory(context), temporary)
 
 
@@ -305,6 +314,7 @@ def build_agemem_qa_graph(
     force_answer: bool = True,
     first_turn_tool_choice: str = "auto",
     write_mode: str = "free",
+    build_only: bool = False,
     name: str = "agemem_qa",
 ) -> CompiledStateGraph:
     """AgeMem's three-stage rollout as a question-answering graph with the package contract.
@@ -334,6 +344,8 @@ def build_agemem_qa_graph(
             LangChain profile, or ``compare --context-window``) that window minus
             ``turn_tokens``, counted with ``tokenizer``; unlimited otherwise. A budget that
             leaves no room for the turn is refused.
+        build_only: run stage 1 alone, with no distractors and no question, so the output has no
+            answer (ours: the rollout of a memory-writing curriculum, scored by what it stored).
         name: graph name.
 
     Returns:
@@ -364,7 +376,7 @@ def build_agemem_qa_graph(
         checkpointer=False,
         name=f"{name}_stage",
     )
-    steps = _AgeMemQASteps(agent, model, tokenizer, chunk_tokens, distractor_messages, distractor_sentences)
+    steps = _AgeMemQASteps(agent, model, tokenizer, chunk_tokens, distractor_messages, distractor_sentences, build_only)
     builder = StateGraph(AgeMemQAState, context_schema=AgeMemContext, input_schema=AgeMemQAInput, output_schema=AgeMemQAOutput)
     builder.add_node("rollout", node(steps.run, steps.arun))
     builder.add_edge(START, "rollout")
