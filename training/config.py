@@ -241,11 +241,9 @@ class MultiConvGRPOConfig(GRPOConfig):
     write_curriculum: bool = field(
         default=False,
         metadata={
-            "help": "Ours, opt-in, a memory-writing curriculum for graph 'agemem': every rollout is stage 1 alone (the "
-            "sessions arrive and the policy stores; no distractors, no question), and its reward is the share of the row's "
-            "evidence turns that its stored items hold (reward/memory_recall; rows need 'evidence' ids, e.g. --task "
-            "conversations). It replaces AgeMem's composite, which needs an answer. Meant with --agemem_sessions "
-            "evidence-shuffled and --agemem_write_mode line. False: whole episodes."
+            "help": "Ours, opt-in, for graph 'agemem': every rollout is stage 1 alone (no distractor, no question), scored by the "
+            "share of the row's evidence turns its stored items hold (reward/memory_recall; rows need 'evidence' ids) instead of "
+            "AgeMem's composite. Meant with --agemem_sessions evidence-shuffled --agemem_write_mode line. False: whole episodes."
         },
     )
     agemem_sessions: str = field(
@@ -477,10 +475,8 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"reading_memory {self.reading_memory!r} and task {self.task!r}"
             )
         if self.write_curriculum and (self.graph != "agemem" or not evidence_rows):
-            problems.append(
-                f"write_curriculum is for graph 'agemem' and rows with evidence ids (--task {CONVERSATIONS_TASK} or a LoCoMo "
-                f"train_file), got graph {self.graph!r} and task {self.task!r}"
-            )
+            problems.append(f"write_curriculum is for graph 'agemem' and rows with evidence ids (--task {CONVERSATIONS_TASK} or a "
+                            f"LoCoMo train_file), got graph {self.graph!r} and task {self.task!r}")
         if self.agemem_sessions not in AGEMEM_SESSIONS or (self.agemem_sessions != "all" and self.graph != "agemem"):
             problems.append(
                 f"agemem_sessions must be one of {list(AGEMEM_SESSIONS)} and other than 'all' only for graph 'agemem', got "
@@ -665,8 +661,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # (answer, context and memory parts; training.agemem_reward), its judge replaced by token F1
     # and its "useful item" read against the generator's evidence turns. Untrained on 16 dev
     # questions, no stored item holds an evidence turn and no answer scores, and one optimizer
-    # step takes 52 minutes here (BENCHMARKS.md section 11): no learning result yet. Turn caps,
-    # budgets, sizes, lr and rank are ours, as in cpu-sumer.
+    # step takes 52 minutes here; its writing curriculum (--write_curriculum true) moved the kept
+    # line weakly (BENCHMARKS.md section 11). Caps, budgets, sizes, lr and rank are ours, as in cpu-sumer.
     "cpu-agemem": {
         "model_name_or_path": "smollm2-135m",
         "finetuning": "lora",

@@ -17,6 +17,12 @@ that leaves the evidence line below chance. ``agemem_sessions="evidence-shuffled
 shuffles each session's turns anew for every rollout, as the MemAgent preset balances its
 gold needle's position: a line's place no longer tells whether it is evidence, so what GRPO
 can reinforce is its content.
+
+Scored by AgeMem's composite, such a rollout still earns mostly its answer and context parts,
+neither of which says which line was worth keeping. ``write_curriculum`` (the QA graph's
+``build_only``) ends the rollout after stage 1 and scores it by the share of the row's
+evidence turns its stored items hold (:class:`.tool_use.MemoryRecallReward`), as SUMER's search
+curriculum scores its searches.
 """
 
 from __future__ import annotations
