@@ -239,13 +239,23 @@ class MemoryRecallReward(SearchRecallReward):
     ...           "turns": [{"dia_id": "D1:1", "text": "I moved to Oslo!"}, {"dia_id": "D2:3", "text": "I adopted a cat."}]}
     >>> MemoryRecallReward()({"memory_items": ["Ann: I moved to Oslo!", "Bo: Hi!"]}, sample)
     0.5
+    >>> MemoryRecallReward()({"memory_items": []}, {**sample, "turns": []})
+    Traceback (most recent call last):
+    ...
+    ValueError: the writing curriculum scores stored items against the texts of each row's evidence turns; question 'Where?' has evidence ids ['D1:1', 'D2:3'] but none of them among its turns
     """
 
     name = component = "memory_recall"
     scores = "the writing curriculum scores stored items"
 
     def recall(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
-        return evidence_held([str(item) for item in output.get("memory_items") or ()], evidence_texts(sample) or [])
+        evidence = evidence_texts(sample)
+        if evidence is None:
+            raise ValueError(
+                f"{self.scores} against the texts of each row's evidence turns; question {sample.get('question')!r} has "
+                f"evidence ids {sample.get('evidence')!r} but none of them among its turns"
+            )
+        return evidence_held([str(item) for item in output.get("memory_items") or ()], evidence)
 
 
 __all__ = ["GRAPH_MEASURES", "EvidenceShapedReward", "MemoryRecallReward", "SearchRecallReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]
