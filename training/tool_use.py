@@ -179,7 +179,39 @@ class EvidenceShapedReward:
         return [p + self.weight * r for p, r in zip(paper, recalls)]
 
 
-class SearchRecallReward:
+class CurriculumRecallReward:
+    """A curriculum's reward: one recall per rollout against the row's evidence ids, which every row must have.
+
+    Subclasses name the reward (``name``), its logged part (``component``, logged as
+    ``reward/<component>``) and what it scores (``scores``, for the refusal), and compute ``recall``.
+    """
+
+    name = component = scores = ""
+
+    def __init__(self) -> None:
+        self.last_components: list[dict[str, float]] = []
+        self.__name__ = self.name  # TRL logs rewards under this name
+
+    def recall(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        raise NotImplementedError
+
+    def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
+        return self.batch([output], [sample])[0]
+
+    def batch(self, outputs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]) -> list[float]:
+        """The recalls of many rollouts."""
+        missing = [sample.get("question") for sample in samples if not sample.get("evidence")]
+        if missing:
+            raise ValueError(
+                f"{self.scores} against each row's evidence ids; {len(missing)} "
+                f"row{'s have' if len(missing) > 1 else ' has'} none, e.g. question {missing[0]!r}"
+            )
+        recalls = [self.recall(output, sample) for output, sample in zip(outputs, samples, strict=True)]
+        self.last_components = [{self.component: recall} for recall in recalls]
+        return recalls
+
+
+class SearchRecallReward(CurriculumRecallReward):
     """The search curriculum's reward (ours, opt-in): the evidence recall of the rollout's searches alone.
 
     A rollout of that curriculum ends after its tool-calling turns, without an answer, so
@@ -200,34 +232,15 @@ class SearchRecallReward:
     ValueError: the search curriculum scores searches against each row's evidence ids; 1 row has none, e.g. question 'Where?'
     """
 
-    name = "search_evidence_recall"  # TRL logs rewards under this name
-    component = "evidence"  # logged as reward/<component>
+    name = "search_evidence_recall"
+    component = "evidence"
     scores = "the search curriculum scores searches"
-
-    def __init__(self) -> None:
-        self.last_components: list[dict[str, float]] = []
-        self.__name__ = self.name
 
     def recall(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
         return evidence_recall(output.get("searches"), sample["evidence"])
 
-    def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
-        return self.batch([output], [sample])[0]
 
-    def batch(self, outputs: Sequence[dict[str, Any]], samples: Sequence[dict[str, Any]]) -> list[float]:
-        """The recalls of many rollouts."""
-        missing = [sample.get("question") for sample in samples if not sample.get("evidence")]
-        if missing:
-            raise ValueError(
-                f"{self.scores} against each row's evidence ids; {len(missing)} "
-                f"row{'s have' if len(missing) > 1 else ' has'} none, e.g. question {missing[0]!r}"
-            )
-        recalls = [self.recall(output, sample) for output, sample in zip(outputs, samples, strict=True)]
-        self.last_components = [{self.component: recall} for recall in recalls]
-        return recalls
-
-
-class MemoryRecallReward(SearchRecallReward):
+class MemoryRecallReward(CurriculumRecallReward):
     """AgeMem's writing curriculum's reward (ours, opt-in): the share of the row's evidence turns its stored items hold.
 
     A rollout of that curriculum (``write_curriculum``) is AgeMem's stage 1 alone, so it has no
@@ -258,4 +271,4 @@ class MemoryRecallReward(SearchRecallReward):
         return evidence_held([str(item) for item in output.get("memory_items") or ()], evidence)
 
 
-__all__ = ["GRAPH_MEASURES", "EvidenceShapedReward", "MemoryRecallReward", "SearchRecallReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]
+__all__ = ["GRAPH_MEASURES", "CurriculumRecallReward", "EvidenceShapedReward", "MemoryRecallReward", "SearchRecallReward", "agemem_measures", "evidence_recall", "mean_measures", "sumer_measures", "tool_use_measures"]
