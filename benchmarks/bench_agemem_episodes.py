@@ -1,0 +1,156 @@
+"""Whole held-out AgeMem episodes for the untrained policy and trained adapters side by side.
+
+Each policy runs AgeMem's three stages on the same held-out generated conversations
+(``bench_learning``'s split, names no training conversation uses), or on LoCoMo conv-30's
+questions with ``--split locomo``: every session arrives and the policy stores, a distractor
+follows, then the question is asked and answered from memory. Both decodings the issue asks
+for are run: greedy, and sampled at T = 1 with ``--samples`` rollouts a question. Reported per
+policy and decoding, from ``agemem_measures``: the stored memory items per conversation and
+their recall of the question's evidence turns (the share some item holds), the valid-call
+rate, retrievals, answer F1 (the judge-free stand-in for AgeMem's task part) and the composite
+reward; for each adapter, each measure's change from the untrained policy paired by question
+with its standard error. Shortcut checks: F1 without the yes/no questions, answers that score
+with no retrieval, and answers that score while memory holds no evidence turn.
+
+Each policy's result is written as soon as it is measured, and a rerun with the same
+settings keeps the policies already measured, so an interrupted run resumes.
+
+    python -m benchmarks.bench_agemem_episodes --split dev --questions 16 \\
+        --adapters runs/agemem-write45/checkpoint-4 -- --agemem_write_mode line
+
+Options after ``--`` are the trainer's (``cpu-agemem`` preset first), so the graph is the one a
+training run evaluates. Results: ``benchmarks/results/<--name>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import _common
+from ._common import OtherLoad, write_result
+from .bench_learning import SPLITS, tool_use
+from .bench_sumer_episodes import LOCOMO_SPLIT, episode_records, shortcut_checks
+
+NAME = "bench_agemem_episodes"
+DECODINGS = {"greedy": 0.0, "sampled": 1.0}
+REPORTED = ("memory_items", "memory_recall", "valid_call_rate", "searches", "f1")
+
+
+def answers_without_evidence(evaluation: dict[str, Any]) -> int:
+    """Rollouts whose answer scores although no stored item holds an evidence turn: the answer came from elsewhere.
+
+    >>> answers_without_evidence({"rewards": [0.9, 0.5, 0.0], "measures": [{"f1": 1.0, "memory_recall": 0.0},
+    ...     {"f1": 0.5, "memory_recall": 1.0}, {"f1": 0.0, "memory_recall": 0.0}]})
+    1
+    """
+    return sum(measures["f1"] > 0 and not measures["memory_recall"] for measures in evaluation["measures"])
+
+
+def _kept_policies(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """The policies an earlier run with these settings measured, so a rerun resumes; none otherwise."""
+    if not path.is_file():
+        return {}
+    earlier = json.loads(path.read_text())
+    return earlier["policies"] if earlier.get("settings") == settings else {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--split", choices=(*SPLITS, LOCOMO_SPLIT), default="dev",
+        help=f"held-out questions, as in bench_learning, or {LOCOMO_SPLIT!r}: LoCoMo conv-30's (default: %(default)s)",
+    )
+    parser.add_argument("--questions", type=int, default=16, help="held-out questions (default: %(default)s)")
+    parser.add_argument("--samples", type=int, default=1, help="sampled rollouts a question at T = 1; 0 = greedy only (default: %(default)s)")
+    parser.add_argument("--adapters", nargs="+", type=Path, required=True, help="trained LoRA adapter directories to compare")
+    parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
+    parser.add_argument("trainer_args", nargs="*", help="trainer options after --, on top of the cpu-agemem preset")
+    args = parser.parse_args(argv)
+    if args.questions < 2:
+        parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
+    if args.samples < 0:
+        parser.error(f"--samples must be >= 0 (0 = greedy only), got {args.samples}")
+    if not args.name.replace("_", "").replace("-", "").isalnum():
+        parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
+    missing = [str(path) for path in args.adapters if not (path / "adapter_config.json").is_file()]
+    if missing:
+        parser.error(f"--adapters must be saved LoRA adapter directories (with adapter_config.json), got {missing}")
+    from langgraph_memagent.training.evaluation import PolicyEvaluation, evaluate_policy, paired_gain
+    from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
+    from langgraph_memagent.training.rollout_graphs import default_reward
+    from langgraph_memagent.training.tool_use import mean_measures
+
+    try:
+        config = parse_config(["--preset", "cpu-agemem", "--output_dir", tempfile.mkdtemp(prefix="agemem-episodes-"), *args.trainer_args])
+    except ValueError as error:
+        parser.error(str(error))
+    if config.graph != "agemem":
+        parser.error(f"this benchmark runs AgeMem episodes: drop --graph {config.graph!r}")
+    if config.agemem_sessions != "all" or config.write_curriculum:
+        parser.error(f"episodes are whole: drop --agemem_sessions {config.agemem_sessions!r} and --write_curriculum")
+    load = OtherLoad()
+    model, tokenizer = load_policy(config)
+    records = episode_records(config, tokenizer, args.split, args.questions)
+    reward = default_reward(config, shaped=False)
+    decodings = {name: temperature for name, temperature in DECODINGS.items() if temperature == 0 or args.samples}
+    settings = {"split": args.split, "questions": len(records), "samples": args.samples, "trainer_args": args.trainer_args}
+    header = {"settings": settings, "questions": [r["question"] for r in records], "gold": [r["answers"] for r in records]}
+    policies = _kept_policies(_common.RESULTS_DIR / f"{args.name}.json", settings)
+
+    def measure(policy: Any, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = {"shortcuts": {}}
+        for decoding, temperature in decodings.items():
+            print(f"{name}, {decoding}:", flush=True)
+            evaluation = evaluate_policy(
+                policy, tokenizer, records, config, temperature=temperature, rollouts_per_question=args.samples if temperature else 1,
+                reward_fn=reward, progress=True,
+            ).to_dict()
+            result[decoding] = evaluation
+            result["shortcuts"][decoding] = {**shortcut_checks(records, evaluation),
+                                             "scoring_answers_without_evidence_in_memory": answers_without_evidence(evaluation)}
+        return result
+
+    from peft import PeftModel
+
+    for name, load_adapter in [("untrained", lambda: model), *[(str(path), lambda path=path: PeftModel.from_pretrained(load_policy(config)[0], str(path)))
+                                                               for path in args.adapters]]:
+        if name in policies:
+            print(f"{name}: kept from an earlier run with these settings", flush=True)
+            continue
+        policies[name] = measure(load_adapter(), name)
+        write_result(args.name, {**header, "policies": policies, "other_cpu_cores": load.cores()})
+    untrained = policies["untrained"]
+    for name in [str(path) for path in args.adapters]:
+        policies[name]["changes"] = tool_use(untrained, {decoding: policies[name][decoding] for decoding in decodings})
+        for decoding in decodings:
+            change, error = paired_gain(PolicyEvaluation.from_dict(untrained[decoding]), PolicyEvaluation.from_dict(policies[name][decoding]))
+            policies[name]["changes"].setdefault(decoding, {})["reward_points"] = {"change": change, "standard_error": error}
+    write_result(args.name, {**header, "policies": policies, "other_cpu_cores": load.cores()})
+    for name, result in policies.items():
+        for decoding in decodings:
+            evaluation, changes = result[decoding], result.get("changes", {}).get(decoding, {})
+            means = mean_measures(evaluation["measures"])
+            parts = []
+            for measure in REPORTED:
+                value = means.get(measure)
+                text = "n/a" if value is None else f"{value:.2f}"
+                if measure in changes:
+                    text += f" ({changes[measure]['change']:+.2f} ± {changes[measure]['standard_error']:.2f})"
+                parts.append(f"{measure} {text}")
+            shortcuts = result["shortcuts"][decoding]
+            reward_text = f"reward {evaluation['accuracy']:.1f}"
+            if "reward_points" in changes:
+                reward_text += f" ({changes['reward_points']['change']:+.1f} ± {changes['reward_points']['standard_error']:.1f})"
+            print(f"{name}, {decoding}: {reward_text}; " + ", ".join(parts)
+                  + f"; scoring answers without evidence in memory {shortcuts['scoring_answers_without_evidence_in_memory']}, "
+                  f"without a retrieval {shortcuts['scoring_answers_without_search']}")
+    print(f"other load {load.cores():.2f} cores")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
