@@ -46,13 +46,14 @@ SESSIONS = ("evidence", "all")
 
 
 def stored_lines(operations: list[dict[str, Any]], messages: list[str], evidence_lines: set[str]) -> list[dict[str, Any]]:
-    """Each ``add_memory`` of a build stage: the position of its line in the session it followed, and whether it is evidence.
+    """Each ``add_memory`` of a build stage: the position of its line in the session it followed, whether it is
+    evidence, whether it is the session's longest line, and whether keeping the longest line would have kept evidence.
 
     ``operations`` are the stage's (``arrival`` counts the sessions delivered before the call).
 
     >>> stored_lines([{"tool": "add_memory", "arrival": 1, "content": "Bo: I ran in Oslo."}],
     ...              ["Session 1:\\nAnn: Hi!\\nBo: I ran in Oslo."], {"Bo: I ran in Oslo."})
-    [{'position': 2, 'lines': 3, 'evidence': True, 'evidence_lines': 1}]
+    [{'position': 2, 'lines': 3, 'evidence': True, 'evidence_lines': 1, 'longest': True, 'longest_is_evidence': True}]
     """
     from langgraph_memagent.baselines.agemem.tools import message_lines
 
@@ -62,11 +63,14 @@ def stored_lines(operations: list[dict[str, Any]], messages: list[str], evidence
             continue
         lines = message_lines(messages[operation["arrival"] - 1])
         content = operation["content"]
+        longest = max(lines, key=len)  # the first of the longest lines when several tie
         picks.append({
             "position": lines.index(content) if content in lines else None,
             "lines": len(lines),
             "evidence": content in evidence_lines,
             "evidence_lines": len(evidence_lines & set(lines)),
+            "longest": content == longest,
+            "longest_is_evidence": longest in evidence_lines,
         })
     return picks
 
@@ -74,10 +78,15 @@ def stored_lines(operations: list[dict[str, Any]], messages: list[str], evidence
 def summarize(picks_per_rollout: list[list[dict[str, Any]]], samples: int) -> dict[str, Any]:
     """The evidence rate (percent, standard error over questions), its chance level and the positions of ``samples``-rollout groups.
 
-    >>> row = summarize([[{"position": 1, "lines": 4, "evidence": False, "evidence_lines": 1}],
-    ...                  [{"position": 2, "lines": 4, "evidence": True, "evidence_lines": 1}]], samples=1)
+    Two shortcut checks on line length: ``longest_share``, the share of stored lines that are their
+    session's longest, and ``longest_line_rate``, the evidence rate of always keeping the longest line.
+
+    >>> row = summarize([[{"position": 1, "lines": 4, "evidence": False, "evidence_lines": 1, "longest": False, "longest_is_evidence": True}],
+    ...                  [{"position": 2, "lines": 4, "evidence": True, "evidence_lines": 1, "longest": True, "longest_is_evidence": True}]], samples=1)
     >>> row["evidence_rate"], row["chance_rate"], row["questions_with_evidence"], row["by_position"]
     (50.0, 25.0, 1, {'1': 50.0, '2': 50.0})
+    >>> row["longest_share"], row["longest_line_rate"]
+    (50.0, 100.0)
     """
     per_question = []
     for start in range(0, len(picks_per_rollout), samples):
@@ -95,6 +104,8 @@ def summarize(picks_per_rollout: list[list[dict[str, Any]]], samples: int) -> di
         "questions_with_evidence": sum(rate > 0 for rate in per_question),
         "lines_stored": len(picks),
         "by_position": {str(position): 100.0 * positions[position] / len(picks) for position in ordered},
+        "longest_share": 100.0 * statistics.fmean(pick["longest"] for pick in picks) if picks else 0.0,
+        "longest_line_rate": 100.0 * statistics.fmean(pick["longest_is_evidence"] for pick in picks) if picks else 0.0,
     }
 
 
@@ -177,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['evidence_rate_standard_error']:.1f}% of {row['lines_stored']} stored (chance {row['chance_rate']:.1f}%), "
               f"{row['questions_with_evidence']}/{len(records)} questions with one; by position "
               + ", ".join(f"{key}: {share:.0f}%" for key, share in row["by_position"].items())
+              + f"; the session's longest line {row['longest_share']:.0f}% (keeping it always: evidence {row['longest_line_rate']:.1f}%)"
               + (f"; change {row['evidence_rate_change']:+.1f} +- {row['evidence_rate_change_standard_error']:.1f}" if "evidence_rate_change" in row else ""),
               flush=True)
     write_result(args.name, {"settings": settings, "decodings": decodings, "other_cpu_cores": load.cores()})
