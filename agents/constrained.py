@@ -359,21 +359,26 @@ def mask_logits(logits: Any, constraints: Sequence[TokenConstraint | None]) -> A
     rows = [index for index, constraint in enumerate(constraints) if constraint is not None]
     if not rows:
         return logits
-    import llguidance.torch
+    import llguidance.numpy
+    import numpy as np
+    import torch
 
-    bitmask = llguidance.torch.allocate_token_bitmask(len(rows), logits.shape[-1])
+    bitmask = llguidance.numpy.allocate_token_bitmask(len(rows), logits.shape[-1])
     for slot, row in enumerate(rows):
         if not constraints[row].finished:
-            llguidance.torch.fill_next_token_bitmask(constraints[row].matcher, bitmask, slot)
-    masked, constrained = logits.clone(), logits[rows]
-    llguidance.torch.apply_token_bitmask_inplace(constrained, bitmask)
+            llguidance.numpy.fill_next_token_bitmask(constraints[row].matcher, bitmask, slot)
+    # llguidance's NumPy kernel, not its torch one: that one is torch.compile'd, recompiles per batch-size class
+    # and grad mode, and one such recompile in a serving thread traced a meta tensor and failed a whole evaluation.
+    constrained = logits[rows].detach().float().cpu().numpy()
+    llguidance.numpy.apply_token_bitmask_inplace(constrained, bitmask)
     for slot, row in enumerate(rows):
         if constraints[row].finished:  # only an end token may follow a complete grammar
             ends = list(constraints[row].end_tokens)
-            kept = constrained[slot, ends].clone()
-            constrained[slot] = float("-inf")
+            kept = constrained[slot, ends].copy()
+            constrained[slot] = -np.inf
             constrained[slot, ends] = kept
-    masked[rows] = constrained
+    masked = logits.clone()
+    masked[rows] = torch.from_numpy(constrained).to(masked)
     return masked
 
 

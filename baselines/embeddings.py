@@ -174,6 +174,10 @@ class SentenceTransformerEmbeddings(Embeddings):
         return f"SentenceTransformerEmbeddings(model_dir={str(self.model_dir)!r})"
 
 
+# Rollouts start together: without it each would miss the cache at once and load its own copy of the model.
+_LOADING = threading.Lock()
+
+
 @functools.lru_cache(maxsize=8)
 def _load_cached(model_dir: str, device: str) -> SentenceTransformerEmbeddings:
     return SentenceTransformerEmbeddings(model_dir, device=device)
@@ -190,4 +194,5 @@ def load_embeddings(spec: str | Path | None = None, *, device: str = "cpu") -> S
     model_dir = default_embedding_model_dir() if spec is None else Path(spec).expanduser()
     if not model_dir.is_dir():
         raise EmbeddingModelError(f"embedding model directory {str(model_dir)!r} does not exist")
-    return _load_cached(str(model_dir.resolve()), device)
+    with _LOADING:
+        return _load_cached(str(model_dir.resolve()), device)

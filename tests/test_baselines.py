@@ -283,3 +283,25 @@ def test_rag_on_the_embedded_model(greedy_model, smollm2_codec, minilm):
     result = graph.invoke({"question": sample.question, "document": sample.document})
     assert sample.answers[0] in result["memory"] and result["usage"]["llm_calls"] == 1
     assert score(result["response"], sample.answers, "string_match_all") == 1.0, result["response"]
+
+
+def test_rollouts_that_start_together_load_the_embedding_model_once(monkeypatch, tmp_path):
+    """Sixteen threads asking at once get one shared model, loaded once (a cache alone let each load its own)."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    loads = []
+
+    class SlowToLoad:  # stands in for the model so the test sees how many loads start, not how long one takes
+        def __init__(self, model_dir, device):
+            loads.append(model_dir)
+            time.sleep(0.2)
+
+    monkeypatch.setattr(embeddings_module, "SentenceTransformerEmbeddings", SlowToLoad)
+    embeddings_module._load_cached.cache_clear()
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            models = list(pool.map(lambda _: load_embeddings(tmp_path), range(16)))
+    finally:
+        embeddings_module._load_cached.cache_clear()
+    assert len(loads) == 1 and all(model is models[0] for model in models)

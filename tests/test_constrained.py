@@ -279,3 +279,35 @@ def test_every_value_a_fitted_schema_admits_fits_its_budget_in_characters(schema
     assert _longest(fitted, len) <= budget
     assert fitted.get("additionalProperties", False) is False
     assert "number" not in json.dumps(fitted) or budget >= 24
+
+
+@pytest.mark.embedded
+def test_masking_keeps_exactly_the_tokens_the_grammar_allows_and_compiles_nothing(grammar_tokenizer):
+    """Each constrained row keeps the tokens its matcher accepts (a finished one only its end token), a free row is
+    untouched, and no frame goes through torch.compile: a compiled kernel recompiles in the engine's serving thread."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from langgraph_memagent.agents.constrained import mask_logits
+
+    tokenizer, grammars = grammar_tokenizer
+    grammar = forced_call_grammar(TOOLS, normalize_tool_choice("submit_answer", ["search_memory", "submit_answer"]), max_tokens=256)
+    opened, finished = grammars.constraint(grammar, [tokenizer.eos_token_id]), grammars.constraint(grammar, [tokenizer.eos_token_id])
+    reply = tokenizer.encode(' {"answer": "Paris", "confidence": "low"}}\n</tool_call>', add_special_tokens=False)
+    assert finished.matcher.try_consume_tokens(reply) == len(reply) and finished.finished
+    logits = torch.randn(3, len(tokenizer), dtype=torch.bfloat16)
+    frames = counters["frames"]["total"]
+    masked = mask_logits(logits, [opened, None, finished])
+    assert counters["frames"]["total"] == frames
+    assert masked.dtype == logits.dtype and torch.equal(masked[1], logits[1])
+    # The reference: llguidance's own torch kernel on the matcher's bitmask.
+    import llguidance.torch
+
+    bitmask = llguidance.torch.allocate_token_bitmask(1, len(tokenizer))
+    llguidance.torch.fill_next_token_bitmask(opened.matcher, bitmask, 0)
+    reference = logits[:1].float()
+    llguidance.torch.apply_token_bitmask_inplace(reference, bitmask)
+    allowed = torch.isfinite(reference[0]).nonzero().flatten().tolist()
+    assert 0 < len(allowed) < 100 and torch.isfinite(masked[0]).nonzero().flatten().tolist() == allowed
+    assert torch.equal(masked[0, allowed], logits[0, allowed])
+    assert torch.isfinite(masked[2]).nonzero().flatten().tolist() == [tokenizer.eos_token_id]
