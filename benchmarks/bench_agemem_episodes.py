@@ -24,7 +24,6 @@ training run evaluates. Results: ``benchmarks/results/<--name>.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
@@ -32,8 +31,8 @@ from typing import Any
 
 from . import _common
 from ._common import OtherLoad, write_result
-from .bench_learning import SPLITS, tool_use
-from .bench_sumer_episodes import LOCOMO_SPLIT, episode_records, shortcut_checks
+from .bench_learning import tool_use
+from .bench_sumer_episodes import checked_episode_args, episode_parser, episode_records, shortcut_checks
 
 NAME = "bench_agemem_episodes"
 DECODINGS = {"greedy": 0.0, "sampled": 1.0}
@@ -59,26 +58,11 @@ def _kept_policies(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--split", choices=(*SPLITS, LOCOMO_SPLIT), default="dev",
-        help=f"held-out questions, as in bench_learning, or {LOCOMO_SPLIT!r}: LoCoMo conv-30's (default: %(default)s)",
-    )
-    parser.add_argument("--questions", type=int, default=16, help="held-out questions (default: %(default)s)")
+    parser = episode_parser(NAME, __doc__.splitlines()[0], "cpu-agemem")
     parser.add_argument("--samples", type=int, default=1, help="sampled rollouts a question at T = 1; 0 = greedy only (default: %(default)s)")
-    parser.add_argument("--adapters", nargs="+", type=Path, required=True, help="trained LoRA adapter directories to compare")
-    parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
-    parser.add_argument("trainer_args", nargs="*", help="trainer options after --, on top of the cpu-agemem preset")
-    args = parser.parse_args(argv)
-    if args.questions < 2:
-        parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
+    args = checked_episode_args(parser, argv)
     if args.samples < 0:
         parser.error(f"--samples must be >= 0 (0 = greedy only), got {args.samples}")
-    if not args.name.replace("_", "").replace("-", "").isalnum():
-        parser.error(f"--name must be a plain file name (letters, digits, '_' and '-'), got {args.name!r}")
-    missing = [str(path) for path in args.adapters if not (path / "adapter_config.json").is_file()]
-    if missing:
-        parser.error(f"--adapters must be saved LoRA adapter directories (with adapter_config.json), got {missing}")
     from langgraph_memagent.training.evaluation import PolicyEvaluation, evaluate_policy, paired_gain
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
     from langgraph_memagent.training.rollout_graphs import default_reward

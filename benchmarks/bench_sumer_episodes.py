@@ -60,16 +60,22 @@ def episode_records(config: Any, tokenizer: Any, split: str, questions: int) -> 
     return locomo_records(questions) if split == LOCOMO_SPLIT else held_out_records(config, tokenizer, split, questions)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+def episode_parser(name: str, description: str, preset: str) -> argparse.ArgumentParser:
+    """The options every episode benchmark takes: the held-out split, questions, adapters, results name, trainer options."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
     parser.add_argument(
         "--split", choices=(*SPLITS, LOCOMO_SPLIT), default="dev",
         help=f"held-out questions, as in bench_learning, or {LOCOMO_SPLIT!r}: LoCoMo conv-30's (default: %(default)s)",
     )
     parser.add_argument("--questions", type=int, default=16, help="held-out questions (default: %(default)s)")
     parser.add_argument("--adapters", nargs="+", type=Path, required=True, help="trained LoRA adapter directories to compare")
-    parser.add_argument("--name", default=NAME, help="results file name under benchmarks/results (default: %(default)s)")
-    parser.add_argument("trainer_args", nargs="*", help="trainer options after --, on top of the cpu-sumer preset")
+    parser.add_argument("--name", default=name, help="results file name under benchmarks/results (default: %(default)s)")
+    parser.add_argument("trainer_args", nargs="*", help=f"trainer options after --, on top of the {preset} preset")
+    return parser
+
+
+def checked_episode_args(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser``'s options, each bad one refused in one line."""
     args = parser.parse_args(argv)
     if args.questions < 2:
         parser.error(f"--questions must be at least 2 (a standard error needs two), got {args.questions}")
@@ -78,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(path) for path in args.adapters if not (path / "adapter_config.json").is_file()]
     if missing:
         parser.error(f"--adapters must be saved LoRA adapter directories (with adapter_config.json), got {missing}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = episode_parser(NAME, __doc__.splitlines()[0], "cpu-sumer")
+    args = checked_episode_args(parser, argv)
     from langgraph_memagent.training.evaluation import PolicyEvaluation, evaluate_policy
     from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config
     from langgraph_memagent.training.rollout_graphs import default_reward
