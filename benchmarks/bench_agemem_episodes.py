@@ -39,14 +39,20 @@ DECODINGS = {"greedy": 0.0, "sampled": 1.0}
 REPORTED = ("memory_items", "memory_recall", "valid_call_rate", "searches", "f1")
 
 
-def answers_without_evidence(evaluation: dict[str, Any]) -> int:
-    """Rollouts whose answer scores although no stored item holds an evidence turn: the answer came from elsewhere.
+def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) -> dict[str, Any]:
+    """``shortcut_checks`` on the answers' F1 (AgeMem's reward pays for context edits without any answer), and the
+    rollouts whose answer scores although no stored item holds an evidence turn: the answer came from elsewhere.
 
-    >>> answers_without_evidence({"rewards": [0.9, 0.5, 0.0], "measures": [{"f1": 1.0, "memory_recall": 0.0},
-    ...     {"f1": 0.5, "memory_recall": 1.0}, {"f1": 0.0, "memory_recall": 0.0}]})
-    1
+    >>> records = [{"answers": ["No"]}, {"answers": ["Oslo"]}, {"answers": ["May"]}]
+    >>> answer_shortcuts(records, {"rewards": [0.9, 0.5, 0.1], "measures": [{"f1": 1.0, "memory_recall": 0.0, "searches": 0},
+    ...     {"f1": 0.5, "memory_recall": 1.0, "searches": 1}, {"f1": 0.0, "memory_recall": 0.0, "searches": 0}]})
+    {'yes_no_questions': 1, 'f1_without_yes_no': 25.0, 'scoring_answers_without_search': 1, 'scoring_answers_without_evidence_in_memory': 1}
     """
-    return sum(measures["f1"] > 0 and not measures["memory_recall"] for measures in evaluation["measures"])
+    measures = evaluation["measures"]
+    return {
+        **shortcut_checks(records, {**evaluation, "rewards": [m["f1"] for m in measures]}),
+        "scoring_answers_without_evidence_in_memory": sum(m["f1"] > 0 and not m["memory_recall"] for m in measures),
+    }
 
 
 def _kept_policies(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
@@ -86,16 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     policies = _kept_policies(_common.RESULTS_DIR / f"{args.name}.json", settings)
 
     def measure(policy: Any, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = {"shortcuts": {}}
+        result = {}
         for decoding, temperature in decodings.items():
             print(f"{name}, {decoding}:", flush=True)
-            evaluation = evaluate_policy(
+            result[decoding] = evaluate_policy(
                 policy, tokenizer, records, config, temperature=temperature, rollouts_per_question=args.samples if temperature else 1,
                 reward_fn=reward, progress=True,
             ).to_dict()
-            result[decoding] = evaluation
-            result["shortcuts"][decoding] = {**shortcut_checks(records, evaluation),
-                                             "scoring_answers_without_evidence_in_memory": answers_without_evidence(evaluation)}
         return result
 
     from peft import PeftModel
@@ -107,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         policies[name] = measure(load_adapter(), name)
         write_result(args.name, {**header, "policies": policies, "other_cpu_cores": load.cores()})
+    # Derived from the kept evaluations on every run, so a resumed run reports them as a fresh one does.
+    for result in policies.values():
+        result["shortcuts"] = {decoding: answer_shortcuts(records, result[decoding]) for decoding in decodings}
     untrained = policies["untrained"]
     for name in [str(path) for path in args.adapters]:
         policies[name]["changes"] = tool_use(untrained, {decoding: policies[name][decoding] for decoding in decodings})
