@@ -103,12 +103,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from peft import PeftModel
 
-    for name, load_adapter in [("untrained", lambda: model), *[(str(path), lambda path=path: PeftModel.from_pretrained(load_policy(config)[0], str(path)))
-                                                               for path in args.adapters]]:
+    for name in ["untrained", *map(str, args.adapters)]:
         if name in policies:
             print(f"{name}: kept from an earlier run with these settings", flush=True)
             continue
-        policies[name] = measure(load_adapter(), name)
+        policies[name] = measure(model if name == "untrained" else PeftModel.from_pretrained(load_policy(config)[0], name), name)
         write_result(args.name, {**header, "policies": policies, "other_cpu_cores": load.cores()})
     # Derived from the kept evaluations on every run, so a resumed run reports them as a fresh one does.
     for result in policies.values():
