@@ -30,7 +30,7 @@ from ._common import OtherLoad, write_result
 NAME = "bench_constrained"
 ANY_TEXT = "start: /(.|\\n)*/"
 PROMPTS = ["Tell me about the sea.", "Describe a busy kitchen.", "What makes a good friend?", "Explain how rain forms."]
-FORCED_REPLY = 'submit_answer", "arguments": {"answer": "The support group met on 7 May 2023", "confidence": "high"}}\n</tool_call>'
+FORCED_REPLY = 'submit_answer", "arguments": {"answer": "Met on 7 May 2023", "confidence": "high"}}\n</tool_call>'
 
 
 def _engine_round(engine: Any, prompts: list[list[int]], params: Any, grammar: str | None) -> tuple[float, list[list[int]], int]:

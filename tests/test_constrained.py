@@ -311,3 +311,12 @@ def test_masking_keeps_exactly_the_tokens_the_grammar_allows_and_compiles_nothin
     assert 0 < len(allowed) < 100 and torch.isfinite(masked[0]).nonzero().flatten().tolist() == allowed
     assert torch.equal(masked[0, allowed], logits[0, allowed])
     assert torch.isfinite(masked[2]).nonzero().flatten().tolist() == [tokenizer.eos_token_id]
+
+
+@pytest.mark.embedded
+def test_the_masking_benchmarks_replies_still_fit_their_grammars():
+    """bench_constrained teacher-forces fixed replies; a grammar that tightens (e.g. a length bound) must not strand them."""
+    from benchmarks.bench_constrained import measure_masking
+
+    results = measure_masking(rows=2, rounds=1)
+    assert set(results) == {"forced_call", "auto_text"} and all(result["steps"] > 10 for result in results.values())
