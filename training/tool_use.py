@@ -26,6 +26,7 @@ curriculum's reward (``search_curriculum``): that recall alone, for rollouts wit
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -179,7 +180,7 @@ class EvidenceShapedReward:
         return [p + self.weight * r for p, r in zip(paper, recalls)]
 
 
-class CurriculumRecallReward:
+class CurriculumRecallReward(ABC):
     """A curriculum's reward: one recall per rollout against the row's evidence ids, which every row must have.
 
     Subclasses name the reward (``name``), its logged part (``component``, logged as
@@ -192,8 +193,9 @@ class CurriculumRecallReward:
         self.last_components: list[dict[str, float]] = []
         self.__name__ = self.name  # TRL logs rewards under this name
 
+    @abstractmethod
     def recall(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
-        raise NotImplementedError
+        """The share of ``sample``'s evidence that ``output`` reached, in [0, 1]."""
 
     def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
         return self.batch([output], [sample])[0]
