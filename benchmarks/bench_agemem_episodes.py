@@ -19,7 +19,9 @@ settings keeps the policies already measured, so an interrupted run resumes.
         --adapters runs/agemem-write45/checkpoint-4 -- --agemem_write_mode line
 
 Options after ``--`` are the trainer's (``cpu-agemem`` preset first), so the graph is the one a
-training run evaluates. Results: ``benchmarks/results/<--name>.json``.
+training run evaluates. With ``-- --agemem_sessions given-memory`` stage 1 is skipped and every
+episode starts from a memory that holds the question's evidence turns among other turns
+(the answering curriculum's rollout): what the answer stage makes of a known memory. Results: ``benchmarks/results/<--name>.json``.
 """
 
 from __future__ import annotations
@@ -80,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if config.graph != "agemem":
         parser.error(f"this benchmark runs AgeMem episodes: drop --graph {config.graph!r}")
-    if config.agemem_sessions != "all" or config.write_curriculum:
-        parser.error(f"episodes are whole: drop --agemem_sessions {config.agemem_sessions!r} and --write_curriculum")
+    if config.agemem_sessions not in ("all", "given-memory") or config.write_curriculum:
+        parser.error(f"episodes are whole or start from a given memory: drop --agemem_sessions {config.agemem_sessions!r} and --write_curriculum")
     load = OtherLoad()
     model, tokenizer = load_policy(config)
     records = episode_records(config, tokenizer, args.split, args.questions)

@@ -422,3 +422,25 @@ def test_embedded_model_in_line_write_mode_stores_one_verbatim_line_of_each_mess
 def test_an_unknown_write_mode_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"write_mode must be one of \['free', 'line'\], got 'copy'"):
         build_agemem_graph(scripted("ok"), store=InMemoryStore(), write_mode="copy")
+
+
+def test_a_given_memory_replaces_stage_one_and_is_what_the_answer_retrieves():
+    def answer(messages):
+        found = re.search(r"Ann lives in (\w+)", last_tool_reply(messages))
+        return f"\\boxed{{{found.group(1)}}}" if found else "unknown"
+
+    model = scripted("nothing to keep", calls(tool_call("retrieve_memory", "r1", query="Where does Ann live?")), answer)
+    store = default_agemem_store(WordHashEmbeddings())
+    graph = build_agemem_qa_graph(model, store=store, distractor_messages=1, tokenizer=WordCodec())
+    given = ["Bo: I like tea.", "Ann: Ann lives in Oslo now."]
+    result = graph.invoke({"question": "Where does Ann live?", "document": "unused", "memory": given})
+    # No stage-1 call: the first prompt is stage 2's, and the answer comes from the given items.
+    assert [re.search(r"Stage (\d) of 3", call[0].text).group(1) for call in model.calls] == ["2", "3", "3"]
+    assert result["stage_turns"] == {"distract": 1, "answer": 2} and result["arrivals"] == {"distract": 1, "answer": 1}
+    assert result["answer"] == "Oslo" and sorted(result["memory_items"]) == sorted(given)
+    assert store.search(("agemem",)) == []  # the per-run memory, given items included, was cleared
+    with pytest.raises(ValueError, match=r"input 'memory' must be a non-empty list of non-empty strings \(items memory holds\), got \[' '\]"):
+        graph.invoke({"question": "q?", "document": "d", "memory": [" "]})
+    build_only = build_agemem_qa_graph(scripted(), store=store, tokenizer=WordCodec(), build_only=True)
+    with pytest.raises(ValueError, match=r"input 'memory' replaces stage 1, and this graph runs stage 1 alone \(build_only\)"):
+        build_only.invoke({"question": "q?", "document": "d", "memory": ["x"]})

@@ -24,8 +24,8 @@ def test_agemem_episode_benchmark_refuses_what_is_not_an_adapter_or_not_a_whole_
     assert f"--adapters must be saved LoRA adapter directories (with adapter_config.json), got ['{tmp_path}']" in capsys.readouterr().err
     (tmp_path / "adapter_config.json").write_text("{}")
     for trainer_args, message in (
-        (["--write_curriculum", "true"], "episodes are whole: drop --agemem_sessions 'all' and --write_curriculum"),
-        (["--agemem_sessions", "evidence"], "episodes are whole: drop --agemem_sessions 'evidence' and --write_curriculum"),
+        (["--write_curriculum", "true"], "episodes are whole or start from a given memory: drop --agemem_sessions 'all' and --write_curriculum"),
+        (["--agemem_sessions", "evidence"], "episodes are whole or start from a given memory: drop --agemem_sessions 'evidence' and --write_curriculum"),
         (["--graph", "sumer"], "this benchmark runs AgeMem episodes: drop --graph 'sumer'"),
     ):
         with pytest.raises(SystemExit):

@@ -249,9 +249,9 @@ class MultiConvGRPOConfig(GRPOConfig):
     agemem_sessions: str = field(
         default="all",
         metadata={
-            "help": "Ours, opt-in, a memory-writing curriculum for graph 'agemem': 'evidence' gives stage 1 only the sessions "
-            "that hold the row's evidence turns (rows need 'evidence' ids, e.g. --task conversations); 'evidence-shuffled' those "
-            "sessions with their turns shuffled for every rollout (the line's place then does not tell it is evidence); 'all': whole episodes."
+            "help": "Ours, opt-in, curricula for graph 'agemem' (rows need 'evidence' ids, e.g. --task conversations): 'evidence' gives "
+            "stage 1 only the sessions that hold the row's evidence turns; 'evidence-shuffled' those sessions with their turns shuffled "
+            "for every rollout; 'given-memory' skips stage 1 for a memory holding the evidence turns (answering); 'all': whole episodes."
         },
     )
     loss_aggregation: str = field(
@@ -474,9 +474,10 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"(--task {CONVERSATIONS_TASK} or a LoCoMo train_file), got graph {self.graph!r}, max_turns {self.max_turns!r}, "
                 f"reading_memory {self.reading_memory!r} and task {self.task!r}"
             )
-        if self.write_curriculum and (self.graph != "agemem" or not evidence_rows):
-            problems.append(f"write_curriculum is for graph 'agemem' and rows with evidence ids (--task {CONVERSATIONS_TASK} or a "
-                            f"LoCoMo train_file), got graph {self.graph!r} and task {self.task!r}")
+        if self.write_curriculum and (self.graph != "agemem" or not evidence_rows or self.agemem_sessions == "given-memory"):
+            problems.append(f"write_curriculum is for graph 'agemem' and rows with evidence ids (--task {CONVERSATIONS_TASK} or a LoCoMo "
+                            f"train_file) without agemem_sessions 'given-memory', got graph {self.graph!r} and task {self.task!r}"
+                            + (" with agemem_sessions 'given-memory', which skips the stage it trains" if self.agemem_sessions == "given-memory" else ""))
         if self.agemem_sessions not in AGEMEM_SESSIONS or (self.agemem_sessions != "all" and self.graph != "agemem"):
             problems.append(
                 f"agemem_sessions must be one of {list(AGEMEM_SESSIONS)} and other than 'all' only for graph 'agemem', got "

@@ -17,7 +17,7 @@ from .rewards import (
     SumerReward,
 )
 from .reading import ReadingInput
-from .writing import evidence_sessions_input, shuffled_evidence_sessions_input
+from .writing import evidence_sessions_input, given_memory_input, shuffled_evidence_sessions_input
 from .rollouts import RewardFn
 from .tool_use import EvidenceShapedReward, MemoryRecallReward, SearchRecallReward
 
@@ -66,11 +66,14 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
 
 def default_graph_input(config: MultiConvGRPOConfig) -> GraphInput:
     """The registered graph's input mapping, or a curriculum's: SUMER's reading (``reading_memory``)
-    or AgeMem's writing (``agemem_sessions``, its turns shuffled from ``config.seed`` when asked)."""
+    or AgeMem's writing (``agemem_sessions``, its turns shuffled from ``config.seed`` when asked) or answering
+    (``agemem_sessions="given-memory"``)."""
     if config.agemem_sessions == "evidence":
         return evidence_sessions_input
     if config.agemem_sessions == "evidence-shuffled":
         return shuffled_evidence_sessions_input(config.seed)
+    if config.agemem_sessions == "given-memory":
+        return given_memory_input(config.seed)
     if config.reading_memory:
         from ..baselines import load_embeddings
 

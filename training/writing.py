@@ -23,6 +23,12 @@ neither of which says which line was worth keeping. ``write_curriculum`` (the QA
 ``build_only``) ends the rollout after stage 1 and scores it by the share of the row's
 evidence turns its stored items hold (:class:`.tool_use.MemoryRecallReward`), as SUMER's search
 curriculum scores its searches.
+
+The answering step has a curriculum of its own, as SUMER's reading step did:
+``agemem_sessions="given-memory"`` skips stage 1 and starts each rollout from a memory that
+holds the row's evidence turns among other turns of its conversation
+(:func:`given_memory_input`), so the distractor stage and the question run as in a whole
+episode and AgeMem's composite scores the answer, while what was stored is known.
 """
 
 from __future__ import annotations
@@ -33,10 +39,16 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..baselines.agemem import locomo_turn_line
 from ..graphs.registry import GRAPHS
 
-AGEMEM_SESSIONS = ("all", "evidence", "evidence-shuffled")
-"""``agemem_sessions`` values: every session (the paper's episode), the evidence sessions alone, or those with their turns shuffled."""
+AGEMEM_SESSIONS = ("all", "evidence", "evidence-shuffled", "given-memory")
+"""``agemem_sessions`` values: every session (the paper's episode), the evidence sessions alone, those with their turns
+shuffled, or no stage 1 and a given memory holding the evidence (:func:`given_memory_input`)."""
+
+GIVEN_MEMORY_ITEMS = 6
+"""Items of a given memory: about what the embedded policy stores in a whole episode of a generated conversation
+(6.5-6.6 items a conversation in line mode, measured), so retrieval has to pick the evidence out."""
 
 
 def evidence_sessions(row: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +74,15 @@ def evidence_sessions_input(row: dict[str, Any]) -> dict[str, Any]:
     return GRAPHS["agemem"].graph_input(evidence_sessions(row))
 
 
+def _row_key(seed: int, row: dict[str, Any], calls: Counter[str]) -> random.Random:
+    """The ``n``-th draw for ``row``: from ``(seed, the row's question and evidence, n)`` alone, so a resumed run's
+    unseen rows get the draws an uninterrupted run gives them."""
+    key = f"{seed}/{row.get('question')}/{row.get('evidence')}"
+    draw = random.Random(zlib.crc32(f"{key}/{calls[key]}".encode()))
+    calls[key] += 1
+    return draw
+
+
 def shuffled_evidence_sessions_input(seed: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """``graph_input`` of the shuffled writing curriculum: each call shuffles every evidence session's turns anew.
 
@@ -80,9 +101,7 @@ def shuffled_evidence_sessions_input(seed: int) -> Callable[[dict[str, Any]], di
     calls: Counter[str] = Counter()
 
     def graph_input(row: dict[str, Any]) -> dict[str, Any]:
-        key = f"{seed}/{row.get('question')}/{row.get('evidence')}"
-        draw = random.Random(zlib.crc32(f"{key}/{calls[key]}".encode()))
-        calls[key] += 1
+        draw = _row_key(seed, row, calls)
         turns = evidence_sessions(row)["turns"]
         sessions: dict[Any, list[dict[str, Any]]] = {}
         for turn in turns:
@@ -94,4 +113,38 @@ def shuffled_evidence_sessions_input(seed: int) -> Callable[[dict[str, Any]], di
     return graph_input
 
 
-__all__ = ["AGEMEM_SESSIONS", "evidence_sessions", "evidence_sessions_input", "shuffled_evidence_sessions_input"]
+def given_memory_input(seed: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``graph_input`` of the answering curriculum: AgeMem's input with a ``memory`` that replaces stage 1.
+
+    The memory holds the line (speaker and text, as ``write_mode="line"`` stores it) of each of
+    the row's evidence turns and other distinct lines of its conversation, drawn anew for every rollout
+    (as :func:`shuffled_evidence_sessions_input` draws), :data:`GIVEN_MEMORY_ITEMS` lines in all,
+    in a drawn order.
+
+    >>> row = {"question": "Where?", "document": "...", "evidence": ["D1:3"], "turns": [
+    ...     {"dia_id": f"D1:{i}", "session": 1, "speaker": "Ann", "text": f"line {i}"} for i in range(1, 9)]}
+    >>> given = given_memory_input(seed=0)
+    >>> first, second = given(row)["memory"], given(row)["memory"]
+    >>> len(first), "Ann: line 3" in first and "Ann: line 3" in second, first != second
+    (6, True, True)
+    """
+    calls: Counter[str] = Counter()
+
+    def graph_input(row: dict[str, Any]) -> dict[str, Any]:
+        turns = row.get("turns") or []
+        evidence = set(row.get("evidence") or ())
+        if not evidence or not evidence <= {turn.get("dia_id") for turn in turns}:
+            raise ValueError(f"agemem_sessions 'given-memory' needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
+        draw = _row_key(seed, row, calls)
+        chosen = list(dict.fromkeys(locomo_turn_line(turn) for turn in turns if turn.get("dia_id") in evidence))
+        # Small talk repeats across sessions: distinct lines, so the memory has its full size.
+        others = [line for line in dict.fromkeys(locomo_turn_line(turn) for turn in turns) if line not in chosen]
+        chosen += draw.sample(others, min(len(others), max(GIVEN_MEMORY_ITEMS - len(chosen), 0)))
+        draw.shuffle(chosen)
+        return {**GRAPHS["agemem"].graph_input(row), "memory": chosen}
+
+    return graph_input
+
+
+__all__ = ["AGEMEM_SESSIONS", "GIVEN_MEMORY_ITEMS", "evidence_sessions", "evidence_sessions_input", "given_memory_input",
+           "shuffled_evidence_sessions_input"]

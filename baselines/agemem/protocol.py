@@ -89,8 +89,9 @@ def _stage_inputs(stage1: Sequence[str], stage2: Sequence[str], question: str, b
     build: tuple[Stage, dict[str, Any]] = ("build", {"stage": "build", "incoming": list(stage1), "messages": [], "reset_context": True})
     if build_only:
         return [build]
+    # Nothing arriving in stage 1 means the memory was given (the QA graph's ``memory``): no build stage to run.
     return [
-        build,
+        *([build] if stage1 else []),
         ("distract", {"stage": "distract", "incoming": list(stage2), "messages": [], "reset_context": True}),
         ("answer", {"stage": "answer", "incoming": [question]}),
     ]
@@ -113,7 +114,8 @@ def run_agemem_protocol(
     arrives in stage 2's context and the model answers. Long-term memory (the store
     namespace of ``context["user_id"]``) persists across stages. The transcript is
     carried here, so the graph needs no checkpointer. ``build_only`` runs stage 1 alone (no
-    distractors, no question, no answer): a writing curriculum's rollout.
+    distractors, no question, no answer): a writing curriculum's rollout. An empty ``stage1``
+    skips stage 1: the memory already holds what it would have stored.
 
     Example:
         >>> result = run_agemem_protocol(graph, stage1=["Ann lives in Oslo."],   # doctest: +SKIP
@@ -156,6 +158,7 @@ class AgeMemQAInput(QuestionInput, total=False):
 
     turns: list[dict[str, Any]]  # LoCoMo's sample.meta["turns"]: one stage-1 message per session
     distractors: list[str]  # stage-2 messages (default: essay prose)
+    memory: list[str]  # items long-term memory holds from the start; given, they replace stage 1
 
 
 class AgeMemQAOutput(AnswerOutput, total=False):
@@ -178,6 +181,7 @@ class AgeMemQAState(AgeMemQAOutput, total=False):
     document: str
     turns: list[dict[str, Any]]
     distractors: list[str]
+    memory: list[str]
 
 
 def locomo_turn_line(turn: Mapping[str, Any]) -> str:
@@ -236,10 +240,17 @@ class _AgeMemQASteps:
         self.distractor_sentences = distractor_sentences
         self._codec: TokenCodec | None = None
 
-    def _stages(self, state: AgeMemQAState) -> tuple[str, list[str], list[str]]:
+    def _stages(self, state: AgeMemQAState) -> tuple[str, list[str], list[str], list[str]]:
+        """The question, stage 1's and stage 2's messages, and the items memory holds from the start."""
         question, document = validated_inputs(state)
-        turns = state.get("turns")
-        if turns:
+        turns, memory = state.get("turns"), state.get("memory")
+        if memory is not None:
+            if not isinstance(memory, list) or not memory or not all(isinstance(item, str) and item.strip() for item in memory):
+                raise ValueError(f"input 'memory' must be a non-empty list of non-empty strings (items memory holds), got {memory!r}")
+            if self.build_only:
+                raise ValueError("input 'memory' replaces stage 1, and this graph runs stage 1 alone (build_only): give one or the other")
+            stage1 = []
+        elif turns:
             if not isinstance(turns, list):
                 raise ValueError(f"input 'turns' must be a list of LoCoMo turn dicts, got {type(turns).__name__}")
             stage1 = locomo_session_messages(turns)
@@ -252,7 +263,7 @@ class _AgeMemQASteps:
             distractors = essay_distractors(question, self.distractor_messages, self.distractor_sentences)
         elif not isinstance(distractors, list) or not all(isinstance(text, str) and text.strip() for text in distractors):
             raise ValueError(f"input 'distractors' must be a list of non-empty strings, got {distractors!r}")
-        return question, stage1, list(distractors)
+        return question, stage1, list(distractors), list(memory or [])
 
     @staticmethod
     def _context(runtime: Runtime[Any]) -> tuple[dict[str, Any], bool]:
@@ -279,18 +290,26 @@ class _AgeMemQASteps:
     def _memory(self, context: dict[str, Any]) -> LongTermMemory:
         return LongTermMemory(self.agent.store, (self.agent.agemem_namespace_root, context["user_id"]))
 
+    def _given_memory(self, context: dict[str, Any], items: list[str]) -> LongTermMemory:
+        memory = self._memory(context)
+        for item in items:
+            memory.add(item)
+        return memory
+
     def run(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
-        question, stage1, stage2 = self._stages(state)
+        question, stage1, stage2, items = self._stages(state)
         context, temporary = self._context(runtime)
+        memory = self._given_memory(context, items)
         result = run_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context, build_only=self.build_only)
-        return self._output(question, result, self._memory(context), temporary)
+        return self._output(question, result, memory, temporary)
 
     async def arun(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
-        question, stage1, stage2 = await asyncio.to_thread(self._stages, state)
+        question, stage1, stage2, items = await asyncio.to_thread(self._stages, state)
         context, temporary = self._context(runtime)
+        memory = await asyncio.to_thread(self._given_memory, context, items)
         result = await arun_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context,
                                             build_only=self.build_only)
-        return await asyncio.to_thread(self._output, question, result, self._memory(context), temporary)
+        return await asyncio.to_thread(self._output, question, result, memory, temporary)
 
 
 # A CPU prefill of a few thousand tokens takes seconds for a 135M model; the whole 8K
@@ -320,7 +339,9 @@ def build_agemem_qa_graph(
     """AgeMem's three-stage rollout as a question-answering graph with the package contract.
 
     Stage 1 receives the document: with ``turns`` (LoCoMo's ``sample.meta["turns"]``) one
-    message per session (LoCoMo: ~27), otherwise ``chunk_tokens``-token chunks. Stage 2
+    message per session (LoCoMo: ~27), otherwise ``chunk_tokens``-token chunks; with
+    ``memory`` (a list of items) long-term memory holds those items from the start and
+    stage 1 is skipped, so the answer is measured from a known memory. Stage 2
     receives ``distractors`` or, by default, ``distractor_messages`` blocks of
     ``distractor_sentences`` essay sentences (:mod:`~langgraph_memagent.agents.essays`,
     related prose the question does not need). Stage 3 receives the question.
@@ -349,8 +370,8 @@ def build_agemem_qa_graph(
         name: graph name.
 
     Returns:
-        A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` and
-        ``distractors``; output ``answer``, ``response``, ``usage``, ``question``,
+        A compiled graph. Input ``{"question", "document"}`` plus optional ``turns``,
+        ``distractors`` and ``memory``; output ``answer``, ``response``, ``usage``, ``question``,
         ``stage_turns``, ``tool_calls``, ``memory_item_count``, ``memory_items``,
         ``context_tokens``, ``overflow_trims``, ``stop_reasons``, and for AgeMem's reward
         ``memory_operations``, ``arrivals``, ``context_chars`` and ``final_context``.
