@@ -23,7 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from ..agents.loading import EMBEDDED_MODELS
 from ..agents.prompts import FinalPromptStyle
 from ..baselines.agemem import build_agemem_qa_graph
-from ..baselines.agemem.tools import WRITE_MODES
+from ..baselines.agemem.tools import ANSWER_MODES, WRITE_MODES
 from ..baselines.full_context import build_full_context_graph
 from ..baselines.langmem_graph import build_langmem_graph
 from ..baselines.rag import build_rag_graph
@@ -100,6 +100,12 @@ class GraphOptions:
         metadata={"help": "AgeMem: 'free' (AgeMem paper: the model writes what it stores) or 'line' (ours, for small models: stage 1's "
                   "first turn after each message is a forced add_memory of one of that message's lines, verbatim).",
                   "choices": WRITE_MODES},
+    )
+    agemem_answer_mode: str = field(
+        default="free",
+        metadata={"help": "AgeMem: 'free' (AgeMem paper: the model decides how to answer) or 'retrieve' (ours, for small models: "
+                  "stage 3's first turn after the question is a forced retrieve_memory call whose query the model writes).",
+                  "choices": ANSWER_MODES},
     )
     embeddings_model: str | None = field(
         default=None,
@@ -260,7 +266,7 @@ def _agemem(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph
     return build_agemem_qa_graph(
         model, embeddings=_embeddings(options), tokenizer=tokenizer, distractor_messages=options.agemem_distractor_messages,
         max_turns_per_message=options.agemem_turns_per_message, first_turn_tool_choice=options.tool_choice,
-        write_mode=options.agemem_write_mode,
+        write_mode=options.agemem_write_mode, answer_mode=options.agemem_answer_mode,
         **_given(max_stage_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
                  chunk_tokens=options.memory_item_tokens),
         **graph_kwargs,

@@ -444,3 +444,23 @@ def test_a_given_memory_replaces_stage_one_and_is_what_the_answer_retrieves():
     build_only = build_agemem_qa_graph(scripted(), store=store, tokenizer=WordCodec(), build_only=True)
     with pytest.raises(ValueError, match=r"input 'memory' replaces stage 1, and this graph runs stage 1 alone \(build_only\)"):
         build_only.invoke({"question": "q?", "document": "d", "memory": ["x"]})
+
+
+@pytest.mark.embedded
+def test_embedded_model_in_retrieve_answer_mode_retrieves_first_then_answers(greedy_model):
+    """answer_mode="retrieve": the answer stage's first turn is a forced retrieve_memory call (the model writes
+    its query under the grammar), then the forced answer sees what it retrieved."""
+    graph = build_agemem_qa_graph(greedy_model, store=default_agemem_store(WordHashEmbeddings()), distractor_messages=0,
+                                  max_turns_per_message=1, turn_tokens=64, answer_mode="retrieve")
+    given = ["Bo: I ran a marathon in Oslo last week.", "Ann: I adopted a cat named Miso."]
+    out = graph.invoke({"question": "Where did Bo run a marathon?", "document": "unused", "memory": given})
+    retrievals = [operation for operation in out["memory_operations"] if operation["tool"] == "retrieve_memory"]
+    assert out["tool_calls"] == {"retrieve_memory": 1} and retrievals[0]["stage"] == "answer"
+    assert set(retrievals[0]["retrieved"]) <= set(given) and retrievals[0]["retrieved"], retrievals
+    # The retrieval turn, then the forced answer (a tool-free call, not a stage turn); no distractor, no stage 1.
+    assert out["stage_turns"] == {"distract": 0, "answer": 1} and out["usage"]["llm_calls"] == 2 and out["response"]
+
+
+def test_an_unknown_answer_mode_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"answer_mode must be one of \['free', 'retrieve'\], got 'guess'"):
+        build_agemem_graph(scripted("ok"), store=InMemoryStore(), answer_mode="guess")

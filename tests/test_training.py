@@ -15,7 +15,8 @@ import warnings
 import pytest
 import torch
 
-from langgraph_memagent.training.config import PRESETS, MultiConvGRPOConfig
+from langgraph_memagent.training.config import MultiConvGRPOConfig
+from langgraph_memagent.training.presets import PRESETS
 from langgraph_memagent.training.data import generate_samples, load_training_file
 from langgraph_memagent.training.grpo_multiconv import parse_config
 from langgraph_memagent.training.rows import group_advantages, pad_rows, rollout_group_ids, rollout_rows, rows_to_tensors

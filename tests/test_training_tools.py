@@ -22,7 +22,8 @@ from langgraph_memagent.agents.batched_generator import Completion
 from langgraph_memagent.agents.local_model import LocalChatModel
 from langgraph_memagent.training.rewards import JudgeFreeSumerReward, SubmittedAnswersOnly
 from langgraph_memagent.graphs.registry import GRAPHS
-from langgraph_memagent.training.config import PRESETS, MultiConvGRPOConfig
+from langgraph_memagent.training.config import MultiConvGRPOConfig
+from langgraph_memagent.training.presets import PRESETS
 from langgraph_memagent.training.data import load_training_file
 from langgraph_memagent.training.grpo_multiconv import parse_config
 from langgraph_memagent.training.rollout_graphs import context_budget, default_reward, rollout_graph

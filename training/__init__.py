@@ -3,7 +3,8 @@
 >>> from langgraph_memagent.training import MultiConvGRPOConfig, MultiConvGRPOTrainer, AnswerReward
 """
 
-from .config import PRESETS, MultiConvGRPOConfig
+from .config import MultiConvGRPOConfig
+from .presets import PRESETS
 from .data import generate_samples, load_training_file
 from .evaluation import PolicyEvaluation, evaluate_policy
 from .reward_curve import plot_reward_curve

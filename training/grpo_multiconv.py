@@ -124,7 +124,8 @@ import torch
 
 from ..agents.loading import context_window, model_directory
 from ..evals.conversations import CONVERSATIONS_TASK
-from .config import PRESETS, MultiConvGRPOConfig
+from .config import MultiConvGRPOConfig
+from .presets import PRESETS
 from .data import conversation_records, generate_samples, load_training_file, parse_category_shares
 from .rollout_graphs import context_budget
 from .trainer import MultiConvGRPOTrainer
@@ -251,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # fields at once, then TRL's own checks) and the training file.
         config = parse_config(argv)
         records = load_training_file(config.train_file) if config.train_file else None
-        curriculum = "search_curriculum" if config.search_curriculum else "write_curriculum" if config.write_curriculum else None
+        curriculum = ("search_curriculum" if config.search_curriculum else "write_curriculum" if config.write_curriculum
+                      else f"agemem_sessions {config.agemem_sessions!r}" if config.agemem_sessions != "all" else None)
         if curriculum and records is not None and not all(record.get("evidence") for record in records):
             raise ValueError(f"{curriculum} needs evidence ids on every training row (a LoCoMo file), got rows without them in {config.train_file!r}")
         # The tool graphs' budget against the policy's window, read from its config alone.

@@ -47,6 +47,7 @@ from .context import (
 )
 from .store import DEFAULT_NAMESPACE_ROOT, LongTermMemory, default_agemem_store, parse_memory_id, user_id_of
 from .tools import (
+    ANSWER_MODES,
     FORCE_ANSWER_PROMPT,
     STAGE_INSTRUCTIONS,
     STAGES,
@@ -122,6 +123,7 @@ class AgeMemConfig:
     force_answer: bool = True  # in the answer stage, one tool-free call when the turns ran out without a text reply
     first_turn_tool_choice: str = "auto"  # the first turn after each message: "auto" (paper: the model decides) or "required"
     write_mode: str = "free"  # stage 1's first turn after each message: "free" (paper) or "line" (a forced add_memory of one of its lines)
+    answer_mode: str = "free"  # stage 3's first turn after the question: "free" (paper) or "retrieve" (a forced retrieve_memory call)
 
     def __post_init__(self) -> None:
         for name in ("max_turns_per_message", "max_stage_turns", "turn_tokens"):
@@ -131,6 +133,8 @@ class AgeMemConfig:
             raise ValueError(f"first_turn_tool_choice must be 'auto' or 'required', got {self.first_turn_tool_choice!r}")
         if self.write_mode not in WRITE_MODES:
             raise ValueError(f"write_mode must be one of {list(WRITE_MODES)}, got {self.write_mode!r}")
+        if self.answer_mode not in ANSWER_MODES:
+            raise ValueError(f"answer_mode must be one of {list(ANSWER_MODES)}, got {self.answer_mode!r}")
 
 
 class _AgeMemSteps:
@@ -147,6 +151,8 @@ class _AgeMemSteps:
             if config.first_turn_tool_choice == "required" else self.tool_model
         )
         self.answer_model = model.bind(max_tokens=config.turn_tokens)
+        self.retrieve_model = model.bind_tools(agemem_tools(), tool_choice={"type": "function", "function": {"name": "retrieve_memory"}}).bind(
+            max_tokens=config.turn_tokens)
         self.store = store
         self.embeddings = embeddings
         self.config = config
@@ -249,6 +255,8 @@ class _AgeMemSteps:
             tools = line_choice_tools(state["messages"][-1].text)
             return self.model.bind_tools(tools, tool_choice={"type": "function", "function": {"name": "add_memory"}}).bind(
                 max_tokens=self.config.turn_tokens)
+        if self.config.answer_mode == "retrieve" and state["stage"] == "answer":
+            return self.retrieve_model
         return self.first_turn_model
 
     def agent(self, state: AgeMemState) -> dict[str, Any]:
@@ -436,6 +444,7 @@ def build_agemem_graph(
     force_answer: bool = True,
     first_turn_tool_choice: str = "auto",
     write_mode: str = "free",
+    answer_mode: str = "free",
     namespace_root: str = DEFAULT_NAMESPACE_ROOT,
     checkpointer: Any = None,
     name: str = "agemem",
@@ -470,6 +479,10 @@ def build_agemem_graph(
             first turn after each message is a forced ``add_memory`` whose content is one
             line of that message, verbatim (:func:`.tools.line_choice_tools`), so the model
             learns which line to keep before it learns to write.
+        answer_mode: ``"free"`` (the AgeMem paper: the model decides how to answer) or
+            ``"retrieve"`` (ours, an answering curriculum for small models): in the answer
+            stage the first turn after the question is a forced ``retrieve_memory`` call whose
+            query the model writes, so what it learns is to answer from what it retrieved.
         namespace_root: first label of the long-term namespace ``(namespace_root, user_id)``.
         checkpointer: any LangGraph checkpointer (``None``: none, or the parent's when nested).
         name: graph name.
@@ -493,7 +506,7 @@ def build_agemem_graph(
         raise ValueError(f"namespace_root must be a non-empty label without '.', got {namespace_root!r}")
     config = AgeMemConfig(max_turns_per_message=max_turns_per_message, max_stage_turns=max_stage_turns,
                           turn_tokens=turn_tokens, max_context_tokens=max_context_tokens, force_answer=force_answer,
-                          first_turn_tool_choice=first_turn_tool_choice, write_mode=write_mode)
+                          first_turn_tool_choice=first_turn_tool_choice, write_mode=write_mode, answer_mode=answer_mode)
     prompt_budget(context_window(model), max_context_tokens, turn_tokens)  # a prompt and its turn must fit the window
     if max_context_tokens is not None and tokenizer is None and getattr(type(model), "tokenizer", None) is None:
         resolve_tokenizer(None, model)  # no tokenizer to count the context with: fail now, with how to pass one

@@ -109,6 +109,9 @@ def agemem_tools() -> list[dict[str, Any]]:
 WRITE_MODES = ("free", "line")
 """How stage 1 writes memory: as the model decides (AgeMem), or one line of each arriving message (ours)."""
 
+ANSWER_MODES = ("free", "retrieve")
+"""How stage 3 starts: as the model decides (AgeMem), or with a forced ``retrieve_memory`` call (ours)."""
+
 # A stored line is cut to this many characters, so a forced call always fits its turn's tokens.
 MAX_LINE_CHARS = 160
 
