@@ -4,9 +4,9 @@
 """
 
 from .config import MultiConvGRPOConfig
-from .presets import PRESETS
 from .data import generate_samples, load_training_file
 from .evaluation import PolicyEvaluation, evaluate_policy
+from .presets import PRESETS
 from .reward_curve import plot_reward_curve
 from .rewards import AnswerReward, gold_answers
 from .rollouts import CallRecorder, LLMCall, MissingTokenIdsError, Rollout, run_rollouts

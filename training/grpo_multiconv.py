@@ -125,8 +125,8 @@ import torch
 from ..agents.loading import context_window, model_directory
 from ..evals.conversations import CONVERSATIONS_TASK
 from .config import MultiConvGRPOConfig
-from .presets import PRESETS
 from .data import conversation_records, generate_samples, load_training_file, parse_category_shares
+from .presets import PRESETS
 from .rollout_graphs import context_budget
 from .trainer import MultiConvGRPOTrainer
 

@@ -10,6 +10,21 @@ from typing import Any
 
 from ..evals.conversations import CONVERSATIONS_TASK
 
+# The loss passes of the CPU tool-use presets. A row is a whole SUMER prompt (up to 3K tokens):
+# 10 rows in one pass took 19 GB and were killed for memory on a 24 GB machine (measured); parts
+# give the same loss. A rollout's rows share their history, so they are scored over their prefix
+# tree: one rollout batch's loss work took 1.49x less time with 16K tree tokens a part but peaked
+# at 23.2 GB, and a training run at 8K was killed for memory at step 9 (23 GB); rows at 4K peaked
+# at 16.9 GB.
+_CPU_TOOL_LOSS: dict[str, Any] = {
+    "activation_checkpointing": False,
+    "pack_prefixes": True,
+    "max_tokens_per_forward": 6144,
+    "bf16": False,
+    "save_steps": 2,
+    "report_to": "none",
+}
+
 PRESETS: dict[str, dict[str, Any]] = {
     # MemAgent-7B RL (arXiv 2507.02259): Qwen2.5-7B-Instruct, 128 questions x G=16 per rollout
     # batch, 16 optimizer steps per batch, lr 1e-6, KL 1e-3, 5000-token chunks, 1024-token
@@ -113,17 +128,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "lora_alpha": 32,
         "num_train_samples": 256,
         "max_steps": 16,
-        "activation_checkpointing": False,
-        # A row is a whole SUMER prompt (up to 3K tokens): 10 rows in one pass took 19 GB and were
-        # killed for memory on a 24 GB machine (measured); parts give the same loss. A rollout's
-        # rows share their history, so they are scored over their prefix tree: one rollout batch's
-        # loss work took 1.49x less time with 16K tree tokens a part but peaked at 23.2 GB, and a
-        # training run at 8K was killed for memory at step 9 (23 GB); rows at 4K peaked at 16.9 GB.
-        "pack_prefixes": True,
-        "max_tokens_per_forward": 6144,
-        "bf16": False,
-        "save_steps": 2,
-        "report_to": "none",
+        **_CPU_TOOL_LOSS,
     },
     # SmolLM2-135M + LoRA learning AgeMem's memory tools on the same generated conversations:
     # one session arrives per message and the policy must call a tool after it (one turn per
@@ -158,12 +163,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "lora_alpha": 32,
         "num_train_samples": 256,
         "max_steps": 12,
-        "activation_checkpointing": False,
-        "pack_prefixes": True,
-        "max_tokens_per_forward": 6144,
-        "bf16": False,
-        "save_steps": 2,
-        "report_to": "none",
+        **_CPU_TOOL_LOSS,
     },
 }
 

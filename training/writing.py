@@ -74,7 +74,7 @@ def evidence_sessions_input(row: dict[str, Any]) -> dict[str, Any]:
     return GRAPHS["agemem"].graph_input(evidence_sessions(row))
 
 
-def _row_key(seed: int, row: dict[str, Any], calls: Counter[str]) -> random.Random:
+def _row_draw(seed: int, row: dict[str, Any], calls: Counter[str]) -> random.Random:
     """The ``n``-th draw for ``row``: from ``(seed, the row's question and evidence, n)`` alone, so a resumed run's
     unseen rows get the draws an uninterrupted run gives them."""
     key = f"{seed}/{row.get('question')}/{row.get('evidence')}"
@@ -101,7 +101,7 @@ def shuffled_evidence_sessions_input(seed: int) -> Callable[[dict[str, Any]], di
     calls: Counter[str] = Counter()
 
     def graph_input(row: dict[str, Any]) -> dict[str, Any]:
-        draw = _row_key(seed, row, calls)
+        draw = _row_draw(seed, row, calls)
         turns = evidence_sessions(row)["turns"]
         sessions: dict[Any, list[dict[str, Any]]] = {}
         for turn in turns:
@@ -135,7 +135,7 @@ def given_memory_input(seed: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
         evidence = set(row.get("evidence") or ())
         if not evidence or not evidence <= {turn.get("dia_id") for turn in turns}:
             raise ValueError(f"agemem_sessions 'given-memory' needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
-        draw = _row_key(seed, row, calls)
+        draw = _row_draw(seed, row, calls)
         chosen = list(dict.fromkeys(locomo_turn_line(turn) for turn in turns if turn.get("dia_id") in evidence))
         # Small talk repeats across sessions: distinct lines, so the memory has its full size.
         others = [line for line in dict.fromkeys(locomo_turn_line(turn) for turn in turns) if line not in chosen]
