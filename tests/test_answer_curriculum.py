@@ -43,3 +43,19 @@ def test_answering_curriculum_rollouts_skip_stage_one_and_are_scored_by_agemems_
     assert "reward/task" in trainer.state.log_history[0] and "reward/memory_recall" not in trainer.state.log_history[0]
     with pytest.raises(ValueError, match=r"got graph 'agemem' and task 'conversations' with agemem_sessions 'given-memory', which skips the stage it trains"):
         parse_config(["--preset", "cpu-agemem", "--output_dir", str(tmp_path), "--agemem_sessions", "given-memory", "--write_curriculum", "true"])
+
+
+def test_agemem_task_weight_one_scores_the_answer_alone_and_the_default_keeps_agemems_equal_thirds(tmp_path):
+    from langgraph_memagent.training.rollout_graphs import default_reward
+
+    sample = {"question": "Where?", "answers": ["Oslo"], "evidence": ["D1:1"], "turns": [{"dia_id": "D1:1", "text": "I moved to Oslo!"}]}
+    output = {"answer": "Oslo, I think", "context_tokens": 100, "stage_turns": {"answer": 1}, "memory_items": ["Ann: I moved to Oslo!"],
+              "memory_operations": [{"tool": "retrieve_memory", "status": "success", "stage": "answer", "arrival": 1, "retrieved": ["Ann: I moved to Oslo!"]}]}
+    base = ["--preset", "cpu-agemem", "--output_dir", str(tmp_path), "--agemem_sessions", "given-memory"]
+    answer_only = default_reward(parse_config([*base, "--agemem_task_weight", "1"]))
+    assert answer_only(output, sample) == pytest.approx(0.5)  # token F1 of "Oslo, I think" against "Oslo": P 1/3, R 1
+    composite = default_reward(parse_config(base))
+    assert (composite.config.task_weight, composite.config.context_weight, composite.config.memory_weight) == (1 / 3, 1 / 3, 1 / 3)
+    assert composite(output, sample) > answer_only(output, sample) / 3  # the memory part pays for the useful item retrieved
+    with pytest.raises(ValueError, match=r"agemem_task_weight must be between 0 and 1 \(the answer part's share of AgeMem's reward\), got 1.5"):
+        parse_config([*base, "--agemem_task_weight", "1.5"])

@@ -174,6 +174,13 @@ class MultiConvGRPOConfig(GRPOConfig):
             "default agemem_stage_turns (ours: the AgeMem paper's limit is not available)."
         },
     )
+    agemem_task_weight: float = field(
+        default=1 / 3,
+        metadata={
+            "help": "AgeMem reward: weight of the answer part, the context and memory parts sharing the rest equally (AgeMem: "
+            "equal weights, 1/3). Ours, opt-in: 1 scores the answer alone, for the answering curriculum (--agemem_sessions given-memory)."
+        },
+    )
     embeddings_model: str | None = graph_option("embeddings_model")
     tool_choice: str = graph_option("tool_choice")
     forced_answer_call: str = graph_option("forced_answer_call")
@@ -468,6 +475,8 @@ class MultiConvGRPOConfig(GRPOConfig):
                     f"reading_memory is for graph 'sumer' with forced_answer_call 'submit', got graph {self.graph!r} "
                     f"and forced_answer_call {self.forced_answer_call!r}"
                 )
+        if not 0 <= self.agemem_task_weight <= 1:
+            problems.append(f"agemem_task_weight must be between 0 and 1 (the answer part's share of AgeMem's reward), got {self.agemem_task_weight!r}")
         evidence_rows = self.train_file is not None or self.task == CONVERSATIONS_TASK
         if self.search_curriculum and (self.graph != "sumer" or self.reading_memory is not None or self.max_turns < 1 or not evidence_rows):
             problems.append(

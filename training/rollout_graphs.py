@@ -111,7 +111,7 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bo
     (the paper reward alone, for held-out measurements); SUMER's search curriculum
     (``search_curriculum``) is scored by its searches' evidence recall alone (:class:`SearchRecallReward`), AgeMem's
     writing curriculum (``write_curriculum``) by the evidence its stored items hold (:class:`MemoryRecallReward`). AgeMem's limits are ``config.max_context_tokens`` (resolved by the trainer
-    from the policy's window when unset) and ``config.agemem_turn_limit``.
+    from the policy's window when unset) and ``config.agemem_turn_limit``; ``config.agemem_task_weight`` weighs its answer part.
 
     >>> default_reward(MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer"))
     Traceback (most recent call last):
@@ -132,10 +132,14 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bo
                 "graph 'agemem' needs max_context_tokens for its reward's context limit (the trainer sets it from "
                 "the policy's window when unset)"
             )
+        weights = {}
+        if config.agemem_task_weight != AgeMemRewardConfig.task_weight:  # AgeMem's equal thirds, exactly, unless asked otherwise
+            rest = (1 - config.agemem_task_weight) / 2
+            weights = {"task_weight": config.agemem_task_weight, "context_weight": rest, "memory_weight": rest}
         return AgeMemReward(
             context_limit=config.max_context_tokens,
             turn_limit=config.agemem_turn_limit,
-            config=AgeMemRewardConfig(task_metric=config.reward_metric),
+            config=AgeMemRewardConfig(task_metric=config.reward_metric, **weights),
         )
     # Graphs without a reward of their own are scored like MemAgent's answers.
     metric = config.reward_metric or GRAPHS["memagent"].training_defaults["reward_metric"].value
