@@ -41,7 +41,7 @@ def test_answering_curriculum_rollouts_skip_stage_one_and_are_scored_by_agemems_
     # The memory the answer stage searched held every evidence turn: the composite's memory part sees it.
     assert all(rollout.measures["memory_recall"] == 1.0 and rollout.measures["memory_items"] >= GIVEN_MEMORY_ITEMS for rollout in rollouts)
     assert "reward/task" in trainer.state.log_history[0] and "reward/memory_recall" not in trainer.state.log_history[0]
-    with pytest.raises(ValueError, match=r"got graph 'agemem' and task 'conversations' with agemem_sessions 'given-memory', which skips the stage it trains"):
+    with pytest.raises(ValueError, match=r"write_curriculum trains stage 1, which agemem_sessions 'given-memory' skips: drop one of them"):
         parse_config(["--preset", "cpu-agemem", "--output_dir", str(tmp_path), "--agemem_sessions", "given-memory", "--write_curriculum", "true"])
 
 

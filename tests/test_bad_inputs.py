@@ -317,7 +317,7 @@ ROWS: list[Row] = [
         "noevidence.json"), trainer("--preset", "cpu-agemem", "--write_curriculum", "true", "--train_file", "{tmp}/noevidence.json")),
     Row("trainer", "--agemem_sessions given-memory on a train_file without evidence ids", ("agemem_sessions 'given-memory' needs evidence ids on every "
         "training row", "noevidence.json"), trainer("--preset", "cpu-agemem", "--agemem_sessions", "given-memory", "--train_file", "{tmp}/noevidence.json")),
-    Row("trainer", "--write_curriculum with --agemem_sessions given-memory", ("with agemem_sessions 'given-memory', which skips the stage it trains",),
+    Row("trainer", "--write_curriculum with --agemem_sessions given-memory", ("write_curriculum trains stage 1, which agemem_sessions 'given-memory' skips: drop one of them",),
         trainer("--preset", "cpu-agemem", "--agemem_sessions", "given-memory", "--write_curriculum", "true")),
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),

@@ -484,10 +484,11 @@ class MultiConvGRPOConfig(GRPOConfig):
                 f"(--task {CONVERSATIONS_TASK} or a LoCoMo train_file), got graph {self.graph!r}, max_turns {self.max_turns!r}, "
                 f"reading_memory {self.reading_memory!r} and task {self.task!r}"
             )
-        if self.write_curriculum and (self.graph != "agemem" or not evidence_rows or self.agemem_sessions == "given-memory"):
-            problems.append(f"write_curriculum is for graph 'agemem' and rows with evidence ids (--task {CONVERSATIONS_TASK} or a LoCoMo "
-                            f"train_file) without agemem_sessions 'given-memory', got graph {self.graph!r} and task {self.task!r}"
-                            + (" with agemem_sessions 'given-memory', which skips the stage it trains" if self.agemem_sessions == "given-memory" else ""))
+        if self.write_curriculum and (self.graph != "agemem" or not evidence_rows):
+            problems.append(f"write_curriculum is for graph 'agemem' and rows with evidence ids (--task {CONVERSATIONS_TASK} or a "
+                            f"LoCoMo train_file), got graph {self.graph!r} and task {self.task!r}")
+        if self.write_curriculum and self.agemem_sessions == "given-memory":
+            problems.append("write_curriculum trains stage 1, which agemem_sessions 'given-memory' skips: drop one of them")
         if self.agemem_sessions not in AGEMEM_SESSIONS or (self.agemem_sessions != "all" and self.graph != "agemem"):
             problems.append(
                 f"agemem_sessions must be one of {list(AGEMEM_SESSIONS)} and other than 'all' only for graph 'agemem', got "
