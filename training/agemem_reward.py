@@ -64,6 +64,19 @@ class AgeMemRewardConfig:
     overflow_penalty: float = field(default=0.5, metadata={"help": "Subtracted when the context overflowed its limit."})
     task_metric: str = field(default="f1", metadata={"help": f"evals.scoring metric standing in for the judge, one of {METRICS}."})
 
+    @classmethod
+    def with_task_weight(cls, task_weight: float, **options: Any) -> AgeMemRewardConfig:
+        """The config whose answer part weighs ``task_weight`` and whose context and memory parts share the rest equally;
+        AgeMem's own equal thirds, exactly, at the default weight.
+
+        >>> AgeMemRewardConfig.with_task_weight(1.0).memory_weight, AgeMemRewardConfig.with_task_weight(1 / 3) == AgeMemRewardConfig()
+        (0.0, True)
+        """
+        if task_weight == cls.task_weight:
+            return cls(**options)
+        rest = (1 - task_weight) / 2
+        return cls(task_weight=task_weight, context_weight=rest, memory_weight=rest, **options)
+
     def __post_init__(self) -> None:
         if self.task_metric not in METRICS:
             raise ValueError(f"unknown task_metric {self.task_metric!r}; expected one of: {', '.join(METRICS)}")

@@ -132,14 +132,10 @@ def default_reward(config: MultiConvGRPOConfig, *, judge: Any = None, shaped: bo
                 "graph 'agemem' needs max_context_tokens for its reward's context limit (the trainer sets it from "
                 "the policy's window when unset)"
             )
-        weights = {}
-        if config.agemem_task_weight != AgeMemRewardConfig.task_weight:  # AgeMem's equal thirds, exactly, unless asked otherwise
-            rest = (1 - config.agemem_task_weight) / 2
-            weights = {"task_weight": config.agemem_task_weight, "context_weight": rest, "memory_weight": rest}
         return AgeMemReward(
             context_limit=config.max_context_tokens,
             turn_limit=config.agemem_turn_limit,
-            config=AgeMemRewardConfig(task_metric=config.reward_metric, **weights),
+            config=AgeMemRewardConfig.with_task_weight(config.agemem_task_weight, task_metric=config.reward_metric),
         )
     # Graphs without a reward of their own are scored like MemAgent's answers.
     metric = config.reward_metric or GRAPHS["memagent"].training_defaults["reward_metric"].value

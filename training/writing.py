@@ -51,6 +51,15 @@ GIVEN_MEMORY_ITEMS = 6
 (6.5-6.6 items a conversation in line mode, measured), so retrieval has to pick the evidence out."""
 
 
+def _turns_and_evidence(row: dict[str, Any], sessions: str) -> tuple[list[dict[str, Any]], set[str]]:
+    """The row's turns and evidence ids, refused in one line (naming ``agemem_sessions``) unless every id is a turn's."""
+    turns = row.get("turns") or []
+    evidence = set(row.get("evidence") or ())
+    if not evidence or not evidence <= {turn.get("dia_id") for turn in turns}:
+        raise ValueError(f"agemem_sessions {sessions!r} needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
+    return turns, evidence
+
+
 def evidence_sessions(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its turns cut to the sessions that hold its evidence turns, in order.
 
@@ -61,10 +70,7 @@ def evidence_sessions(row: dict[str, Any]) -> dict[str, Any]:
     >>> [turn["dia_id"] for turn in evidence_sessions(row)["turns"]]
     ['D2:1', 'D2:2']
     """
-    turns = row.get("turns") or []
-    evidence = set(row.get("evidence") or ())
-    if not evidence or not evidence <= {turn.get("dia_id") for turn in turns}:
-        raise ValueError(f"agemem_sessions 'evidence' needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
+    turns, evidence = _turns_and_evidence(row, "evidence")
     sessions = {turn.get("session") for turn in turns if turn.get("dia_id") in evidence}
     return {**row, "turns": [turn for turn in turns if turn.get("session") in sessions]}
 
@@ -131,10 +137,7 @@ def given_memory_input(seed: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
     calls: Counter[str] = Counter()
 
     def graph_input(row: dict[str, Any]) -> dict[str, Any]:
-        turns = row.get("turns") or []
-        evidence = set(row.get("evidence") or ())
-        if not evidence or not evidence <= {turn.get("dia_id") for turn in turns}:
-            raise ValueError(f"agemem_sessions 'given-memory' needs the row's evidence ids among its turns, got {row.get('evidence')!r}")
+        turns, evidence = _turns_and_evidence(row, "given-memory")
         draw = _row_draw(seed, row, calls)
         chosen = list(dict.fromkeys(locomo_turn_line(turn) for turn in turns if turn.get("dia_id") in evidence))
         # Small talk repeats across sessions: distinct lines, so the memory has its full size.

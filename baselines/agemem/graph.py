@@ -151,8 +151,11 @@ class _AgeMemSteps:
             if config.first_turn_tool_choice == "required" else self.tool_model
         )
         self.answer_model = model.bind(max_tokens=config.turn_tokens)
-        self.retrieve_model = model.bind_tools(agemem_tools(), tool_choice={"type": "function", "function": {"name": "retrieve_memory"}}).bind(
-            max_tokens=config.turn_tokens)
+        self.retrieve_model = (
+            model.bind_tools(agemem_tools(), tool_choice={"type": "function", "function": {"name": "retrieve_memory"}}).bind(
+                max_tokens=config.turn_tokens)
+            if config.answer_mode == "retrieve" else None
+        )
         self.store = store
         self.embeddings = embeddings
         self.config = config
@@ -255,7 +258,7 @@ class _AgeMemSteps:
             tools = line_choice_tools(state["messages"][-1].text)
             return self.model.bind_tools(tools, tool_choice={"type": "function", "function": {"name": "add_memory"}}).bind(
                 max_tokens=self.config.turn_tokens)
-        if self.config.answer_mode == "retrieve" and state["stage"] == "answer":
+        if self.retrieve_model is not None and state["stage"] == "answer":
             return self.retrieve_model
         return self.first_turn_model
 

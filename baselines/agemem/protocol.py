@@ -292,8 +292,7 @@ class _AgeMemQASteps:
 
     def _given_memory(self, context: dict[str, Any], items: list[str]) -> LongTermMemory:
         memory = self._memory(context)
-        for item in items:
-            memory.add(item)
+        memory.add_many(items)
         return memory
 
     def run(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:

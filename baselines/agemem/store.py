@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from ..embeddings import load_embeddings
@@ -97,10 +97,16 @@ class LongTermMemory:
             offset += _LIST_PAGE
 
     def add(self, content: str, tags: Sequence[str] = ()) -> str:
-        numbers = [_memory_number(item.key) for item in self.items()]
-        memory_id = f"m{max(numbers, default=0) + 1}"
-        self.store.put(self.namespace, memory_id, {"content": content, "tags": list(tags)})
-        return memory_id
+        return self.add_many([content], tags)[0]
+
+    def add_many(self, contents: Sequence[str], tags: Sequence[str] = ()) -> list[str]:
+        """Store each of ``contents`` as a new item, in one store batch (an indexed store embeds them together); their ids."""
+        first = max((_memory_number(item.key) for item in self.items()), default=0) + 1
+        ids = [f"m{first + offset}" for offset in range(len(contents))]
+        ttl = (self.store.ttl_config or {}).get("default_ttl")  # what ``put`` would give each item
+        self.store.batch([PutOp(self.namespace, memory_id, {"content": content, "tags": list(tags)}, ttl=ttl)
+                          for memory_id, content in zip(ids, contents)])
+        return ids
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
         item = self.store.get(self.namespace, memory_id)
