@@ -461,6 +461,33 @@ def test_embedded_model_in_retrieve_answer_mode_retrieves_first_then_answers(gre
     assert out["stage_turns"] == {"distract": 0, "answer": 1} and out["usage"]["llm_calls"] == 2 and out["response"]
 
 
+def test_retrieve_submit_mode_ends_the_answer_stage_on_a_submit_answer_call():
+    """answer_mode="retrieve-submit": a later turn of stage 3 is a submit_answer call that ends the stage (no tool step)."""
+    def submit(messages):
+        found = re.search(r"Ann lives in (\w+)", last_tool_reply(messages))
+        return calls(tool_call("submit_answer", "s1", answer=f" {found.group(1)} " if found else "unknown"))
+
+    model = scripted(calls(tool_call("retrieve_memory", "r1", query="Where does Ann live?")), submit)
+    graph = build_agemem_qa_graph(model, store=default_agemem_store(WordHashEmbeddings()), distractor_messages=0,
+                                  max_turns_per_message=2, tokenizer=WordCodec(), answer_mode="retrieve-submit")
+    out = graph.invoke({"question": "Where does Ann live?", "document": "unused", "memory": ["Ann: Ann lives in Oslo now."]})
+    assert out["answer"] == "Oslo" and out["stop_reasons"]["answer"] == "submitted"
+    assert out["stage_turns"]["answer"] == 2 and out["tool_calls"] == {"retrieve_memory": 1}  # submit_answer is not a memory tool
+    assert "call submit_answer with a short answer" in model.calls[-1][0].text  # stage 3's own instruction
+
+
+@pytest.mark.embedded
+def test_embedded_model_in_retrieve_submit_mode_submits_a_forced_answer_call(greedy_model):
+    """With one turn per message the forced answer is the submit_answer call, decoded under its grammar."""
+    graph = build_agemem_qa_graph(greedy_model, store=default_agemem_store(WordHashEmbeddings()), distractor_messages=0,
+                                  max_turns_per_message=1, turn_tokens=64, answer_mode="retrieve-submit")
+    given = ["Bo: I ran a marathon in Oslo last week.", "Ann: I adopted a cat named Miso."]
+    out = graph.invoke({"question": "Where did Bo run a marathon?", "document": "unused", "memory": given})
+    assert out["tool_calls"] == {"retrieve_memory": 1} and out["usage"]["llm_calls"] == 2
+    assert out["stop_reasons"]["answer"] == "submitted" and out["answer"] == out["response"].strip() and out["answer"]
+    assert "<tool_call>" not in out["response"] and len(out["response"]) <= 160  # the argument, bounded by the grammar
+
+
 def test_an_unknown_answer_mode_is_refused_in_one_line():
-    with pytest.raises(ValueError, match=r"answer_mode must be one of \['free', 'retrieve'\], got 'guess'"):
+    with pytest.raises(ValueError, match=r"answer_mode must be one of \['free', 'retrieve', 'retrieve-submit'\], got 'guess'"):
         build_agemem_graph(scripted("ok"), store=InMemoryStore(), answer_mode="guess")

@@ -49,8 +49,11 @@ from .store import DEFAULT_NAMESPACE_ROOT, LongTermMemory, default_agemem_store,
 from .tools import (
     ANSWER_MODES,
     FORCE_ANSWER_PROMPT,
+    FORCE_SUBMIT_PROMPT,
     STAGE_INSTRUCTIONS,
     STAGES,
+    SUBMIT_ANSWER_INSTRUCTION,
+    SUBMIT_TOOL,
     SYSTEM_PROMPT,
     TOOL_ARGS,
     WRITE_MODES,
@@ -62,6 +65,7 @@ from .tools import (
     UpdateMemoryArgs,
     agemem_tools,
     line_choice_tools,
+    submit_answer_tool,
 )
 
 
@@ -88,13 +92,13 @@ class AgeMemOutput(TypedDict, total=False):
 
     stage: Stage
     messages: list[AnyMessage]
-    response: str  # the last assistant text of the stage ("" when it ended on a tool turn)
+    response: str  # the last assistant text of the stage, or its submitted answer ("" when it ended on a tool turn)
     stage_turns: int  # assistant turns (model calls) in this stage
     tool_calls: dict[str, int]  # calls by tool name; "invalid" counts unparsable ones
     usage: TokenUsage
     context_tokens: int  # input tokens of the stage's last model call, as the model reported
     overflow_trims: int  # groups dropped because the context exceeded max_context_tokens
-    stop_reason: Literal["replied", "turn_limit"]
+    stop_reason: Literal["replied", "submitted", "turn_limit"]
     arrivals: int  # messages delivered so far in this stage
     # Every tool call of the stage: stage, arrival (messages delivered before it), tool, status,
     # and the texts it touched (added, replaced, deleted, retrieved, or the characters it freed).
@@ -123,7 +127,7 @@ class AgeMemConfig:
     force_answer: bool = True  # in the answer stage, one tool-free call when the turns ran out without a text reply
     first_turn_tool_choice: str = "auto"  # the first turn after each message: "auto" (paper: the model decides) or "required"
     write_mode: str = "free"  # stage 1's first turn after each message: "free" (paper) or "line" (a forced add_memory of one of its lines)
-    answer_mode: str = "free"  # stage 3's first turn after the question: "free" (paper) or "retrieve" (a forced retrieve_memory call)
+    answer_mode: str = "free"  # stage 3: "free" (paper), "retrieve" (a forced retrieve_memory call first) or "retrieve-submit" (then a forced submit_answer)
 
     def __post_init__(self) -> None:
         for name in ("max_turns_per_message", "max_stage_turns", "turn_tokens"):
@@ -150,12 +154,18 @@ class _AgeMemSteps:
             model.bind_tools(agemem_tools(), tool_choice="required").bind(max_tokens=config.turn_tokens)
             if config.first_turn_tool_choice == "required" else self.tool_model
         )
-        self.answer_model = model.bind(max_tokens=config.turn_tokens)
         self.retrieve_model = (
             model.bind_tools(agemem_tools(), tool_choice={"type": "function", "function": {"name": "retrieve_memory"}}).bind(
                 max_tokens=config.turn_tokens)
-            if config.answer_mode == "retrieve" else None
+            if config.answer_mode != "free" else None
         )
+        self.submit_model = (
+            model.bind_tools([submit_answer_tool()], tool_choice="required").bind(max_tokens=config.turn_tokens)
+            if config.answer_mode == "retrieve-submit" else None
+        )
+        self.force_model = self.submit_model or model.bind(max_tokens=config.turn_tokens)
+        self.instructions = {
+            **STAGE_INSTRUCTIONS, **({"answer": SUBMIT_ANSWER_INSTRUCTION} if self.submit_model is not None else {})}
         self.store = store
         self.embeddings = embeddings
         self.config = config
@@ -221,7 +231,7 @@ class _AgeMemSteps:
     def _prompt(self, state: AgeMemState) -> tuple[list[BaseMessage], list[BaseMessage], int]:
         """The prompt, the removals that fit it into the budget, and how many groups they drop."""
         messages = list(state["messages"])
-        instruction = STAGE_INSTRUCTIONS[state["stage"]]
+        instruction = self.instructions[state["stage"]]
         removals: list[BaseMessage] = []
         trims = 0
         if self.config.max_context_tokens is not None:
@@ -252,7 +262,7 @@ class _AgeMemSteps:
 
     def _turn_model(self, state: AgeMemState) -> Any:
         if state["message_turns"] > 0:
-            return self.tool_model
+            return self.submit_model if self.submit_model is not None and state["stage"] == "answer" else self.tool_model
         if self.config.write_mode == "line" and state["stage"] == "build":
             # The message just delivered is the last one; its lines are the only contents this call may store.
             tools = line_choice_tools(state["messages"][-1].text)
@@ -274,8 +284,8 @@ class _AgeMemSteps:
 
     # force_answer -----------------------------------------------------------------------------
     def _force_prompt(self, state: AgeMemState) -> tuple[HumanMessage, list[BaseMessage]]:
-        request = HumanMessage(FORCE_ANSWER_PROMPT, id=f"g{state['next_group']}")
-        instruction = STAGE_INSTRUCTIONS["answer"]
+        request = HumanMessage(FORCE_SUBMIT_PROMPT if self.submit_model else FORCE_ANSWER_PROMPT, id=f"g{state['next_group']}")
+        instruction = self.instructions["answer"]
         messages = [*state["messages"], request]
         system = SystemMessage(SYSTEM_PROMPT.format(instruction=instruction, groups=context_map(messages)))
         return request, [system, *rendered_context(messages)]
@@ -283,8 +293,10 @@ class _AgeMemSteps:
     def _after_force(self, state: AgeMemState, request: HumanMessage, reply: BaseMessage) -> dict[str, Any]:
         group_id = f"g{state['next_group'] + 1}"
         reported = getattr(reply, "usage_metadata", None) or {}
-        # Without tools bound, the reply is text: any tool-call fields would be unanswerable here.
-        message = AIMessage(content=reply.content, id=group_id, usage_metadata=reported or None,
+        # The reply is text, or under answer_mode "retrieve-submit" the submit_answer call that ends the
+        # stage; any other tool-call fields would be unanswerable here.
+        submit = [call for call in getattr(reply, "tool_calls", None) or () if call["name"] == SUBMIT_TOOL][:1] if self.submit_model else []
+        message = AIMessage(content=reply.content, tool_calls=submit, id=group_id, usage_metadata=reported or None,
                             response_metadata=getattr(reply, "response_metadata", {}))
         return {
             "messages": [request, message],
@@ -295,11 +307,11 @@ class _AgeMemSteps:
 
     def force_answer(self, state: AgeMemState) -> dict[str, Any]:
         request, prompt = self._force_prompt(state)
-        return self._after_force(state, request, call_model(self.answer_model, prompt, "AgeMem forced answer", self.model))
+        return self._after_force(state, request, call_model(self.force_model, prompt, "AgeMem forced answer", self.model))
 
     async def aforce_answer(self, state: AgeMemState) -> dict[str, Any]:
         request, prompt = self._force_prompt(state)
-        return self._after_force(state, request, await acall_model(self.answer_model, prompt, "AgeMem forced answer", self.model))
+        return self._after_force(state, request, await acall_model(self.force_model, prompt, "AgeMem forced answer", self.model))
 
     # tools ------------------------------------------------------------------------------------
     def tools(self, state: AgeMemState, runtime: Runtime[Any]) -> dict[str, Any]:
@@ -401,6 +413,8 @@ class _AgeMemSteps:
 
     def after_agent(self, state: AgeMemState) -> str:
         last = state["messages"][-1]
+        if submitted_answer(last) is not None:
+            return END
         return "tools" if last.tool_calls or last.invalid_tool_calls else self._more_or_end(state)
 
     def after_tools(self, state: AgeMemState) -> str:
@@ -410,10 +424,28 @@ class _AgeMemSteps:
 
     @staticmethod
     def finish(state: AgeMemState) -> dict[str, Any]:
-        """A stage ends "replied" when its last message is a text-only assistant reply."""
+        """A stage ends "replied" on a text-only assistant reply, "submitted" on a ``submit_answer`` call."""
         last = state["messages"][-1] if state.get("messages") else None
+        submitted = submitted_answer(last)
+        if submitted is not None:
+            return {"response": submitted, "stop_reason": "submitted"}
         replied = isinstance(last, AIMessage) and not (last.tool_calls or last.invalid_tool_calls)
         return {"response": last.text if replied else "", "stop_reason": "replied" if replied else "turn_limit"}
+
+
+def submitted_answer(message: Any) -> str | None:
+    """The answer of ``message``'s ``submit_answer`` call (stage 3 under ``answer_mode="retrieve-submit"``), else None.
+
+    >>> submitted_answer(AIMessage("", tool_calls=[{"name": "submit_answer", "args": {"answer": " Oslo "}, "id": "c1"}]))
+    'Oslo'
+    >>> submitted_answer(AIMessage("Oslo")) is None
+    True
+    """
+    calls = [call for call in getattr(message, "tool_calls", None) or () if call["name"] == SUBMIT_TOOL]
+    if not isinstance(message, AIMessage) or not calls:
+        return None
+    answer = calls[0]["args"].get("answer")
+    return str(answer).strip() if isinstance(answer, (str, int, float)) and not isinstance(answer, bool) else ""
 
 
 class AgeMemGraph(RecursionSizedGraph):
@@ -486,6 +518,9 @@ def build_agemem_graph(
             ``"retrieve"`` (ours, an answering curriculum for small models): in the answer
             stage the first turn after the question is a forced ``retrieve_memory`` call whose
             query the model writes, so what it learns is to answer from what it retrieved.
+            ``"retrieve-submit"`` (ours) follows that call with a forced ``submit_answer`` call
+            (SUMER's tool, asking for a short answer), as the stage's later turns and as the
+            forced answer: the stage ends ``"submitted"`` with its argument as the response.
         namespace_root: first label of the long-term namespace ``(namespace_root, user_id)``.
         checkpointer: any LangGraph checkpointer (``None``: none, or the parent's when nested).
         name: graph name.

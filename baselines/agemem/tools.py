@@ -8,6 +8,8 @@ from typing import Any, Literal
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, field_validator
 
+from ..sumer_prompts import SUBMIT_TOOL, sumer_tools
+
 
 Stage = Literal["build", "distract", "answer"]
 
@@ -109,8 +111,18 @@ def agemem_tools() -> list[dict[str, Any]]:
 WRITE_MODES = ("free", "line")
 """How stage 1 writes memory: as the model decides (AgeMem), or one line of each arriving message (ours)."""
 
-ANSWER_MODES = ("free", "retrieve")
-"""How stage 3 starts: as the model decides (AgeMem), or with a forced ``retrieve_memory`` call (ours)."""
+ANSWER_MODES = ("free", "retrieve", "retrieve-submit")
+"""How stage 3 runs: as the model decides (AgeMem); or with a forced ``retrieve_memory`` call first (ours);
+or that call, then a forced ``submit_answer`` call whose argument is the answer (ours, SUMER's answer form)."""
+
+
+def submit_answer_tool() -> dict[str, Any]:
+    """The ``submit_answer`` tool of ``answer_mode="retrieve-submit"``: SUMER's, whose schema asks for a short answer.
+
+    >>> submit_answer_tool()["function"]["parameters"]["required"]
+    ['answer']
+    """
+    return sumer_tools()[1]
 
 # A stored line is cut to this many characters, so a forced call always fits its turn's tokens.
 MAX_LINE_CHARS = 160
@@ -161,6 +173,11 @@ STAGE_INSTRUCTIONS: dict[str, str] = {
         "text only, giving the final answer in \\boxed{}."
     ),
 }
+# Stage 3's instruction when its answer is a submit_answer call (answer_mode "retrieve-submit").
+SUBMIT_ANSWER_INSTRUCTION = (
+    f"Stage 3 of 3: a question arrives. Use retrieve_memory to find what you stored, then call {SUBMIT_TOOL} "
+    "with a short answer."
+)
 
 
 SYSTEM_PROMPT = """You are an agent with a long-term memory store and a short-term context (this conversation).
@@ -171,3 +188,4 @@ Context groups now: {groups}"""
 
 
 FORCE_ANSWER_PROMPT = "Answer the question now from what you know, without tools. Put the final answer in \\boxed{}."
+FORCE_SUBMIT_PROMPT = f"Answer the question now from what you know: call {SUBMIT_TOOL} with a short answer."
