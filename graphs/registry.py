@@ -103,8 +103,9 @@ class GraphOptions:
     )
     agemem_answer_mode: str = field(
         default="free",
-        metadata={"help": "AgeMem: 'free' (AgeMem paper: the model decides how to answer) or 'retrieve' (ours, for small models: "
-                  "stage 3's first turn after the question is a forced retrieve_memory call whose query the model writes).",
+        metadata={"help": "AgeMem: 'free' (AgeMem paper: the model decides how to answer), 'retrieve' (ours, for small models: "
+                  "stage 3's first turn after the question is a forced retrieve_memory call whose query the model writes) or "
+                  "'retrieve-submit' (ours: that call, then the answer as a forced submit_answer call, SUMER's short-answer tool).",
                   "choices": ANSWER_MODES},
     )
     embeddings_model: str | None = field(
