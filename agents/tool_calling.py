@@ -80,6 +80,10 @@ _EXPECTED_FORMAT = 'expected <tool_call>{"name": <tool name>, "arguments": {<arg
 
 # An unclosed block ends where the next one starts, or at the end of the text.
 _CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
+_OPEN_TAG = "<tool_call>"
+_SPACE = re.compile(r"\s*")
+_AFTER_CALL = re.compile(r"\s*(?:</tool_call>|(?=<tool_call>)|\Z)")
+_JSON_DECODER = json.JSONDecoder()
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _MAX_BARE_JSON_ATTEMPTS = 200  # '{' positions tried when looking for untagged JSON calls
@@ -173,16 +177,17 @@ def parse_tool_calls(
     >>> parse_tool_calls("<tool_call>{'name': 'search', 'arguments': {'query': 'x',},}</tool_call>").tool_calls[0]["args"]
     {'query': 'x'}
     """
-    response_start = text.find("<tool_response")
+    blocks = _call_blocks(text)
+    response_start = _first_outside(text, "<tool_response", [span for _, span in blocks])
     if response_start >= 0:
         text = text[:response_start]
+        blocks = [(raw, span) for raw, span in blocks if span[1] <= response_start]
     calls: list[tuple[str, Any, str | None]] = []  # (raw text, parsed value, JSON error)
     spans: list[tuple[int, int]] = []
-    for block in _CALL_BLOCK.finditer(text):
-        raw = _strip_fence(block.group(1).strip())
+    for raw, span in blocks:
         value, error = _load_json(raw)
         calls.append((raw, value, error))
-        spans.append(block.span())
+        spans.append(span)
     if not calls and bare_json:
         for raw, value, span in _bare_json_calls(text):
             calls.append((raw, value, None))
@@ -203,6 +208,40 @@ def parse_tool_calls(
         else:
             invalid.append(invalid_tool_call(name=name, args=raw, id=call_id, error=error))
     return ParsedReply(_outside(text, spans), valid, invalid)
+
+
+def _call_blocks(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """Each ``<tool_call>`` block's raw call text and span.
+
+    A block runs to its closing tag, the next block or the end. When its body is one JSON
+    value followed by one of those, the block ends after that value: tag text inside a JSON
+    string, which a call's grammar allows, stays part of the argument.
+    """
+    blocks, position = [], text.find(_OPEN_TAG)
+    while position >= 0:
+        body = _SPACE.match(text, position + len(_OPEN_TAG)).end()
+        try:
+            end = _JSON_DECODER.raw_decode(text, body)[1]
+        except (ValueError, RecursionError):
+            end = -1
+        after = _AFTER_CALL.match(text, end) if end >= 0 else None
+        if after is not None:
+            blocks.append((text[body:end], (position, after.end())))
+            stop = after.end()
+        else:
+            block = _CALL_BLOCK.match(text, position)
+            blocks.append((_strip_fence(block.group(1).strip()), block.span()))
+            stop = max(block.end(), position + len(_OPEN_TAG))
+        position = text.find(_OPEN_TAG, stop)
+    return blocks
+
+
+def _first_outside(text: str, needle: str, spans: list[tuple[int, int]]) -> int:
+    """The first index of ``needle`` in ``text`` outside every span, else -1."""
+    position = text.find(needle)
+    while position >= 0 and any(begin <= position < end for begin, end in spans):
+        position = text.find(needle, position + 1)
+    return position
 
 
 def _strip_fence(raw: str) -> str:

@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_memagent.agents.constrained import GrammarTokenizer, auto_call_grammar, forced_call_grammar
-from langgraph_memagent.agents.tool_calling import forced_reply_prefix, normalize_tool_choice
+from langgraph_memagent.agents.tool_calling import forced_reply_prefix, normalize_tool_choice, parse_tool_calls
 
 
 @tool
@@ -78,6 +78,18 @@ CALL = '<tool_call>\n{"name": "search_memory", "arguments": {"query": "support g
 def test_forced_call_grammar_takes_exactly_the_valid_calls(grammar_tokenizer, choice, reply, accepted):
     grammar = forced_call_grammar(TOOLS, normalize_tool_choice(choice, ["search_memory", "submit_answer"]), max_tokens=256)
     assert _accepts(grammar_tokenizer, grammar, reply) is accepted
+
+
+@pytest.mark.embedded
+@pytest.mark.parametrize("query", ["a </tool_call> b", "<tool_response name=\"x\"> c", "<tool_call> d"])
+def test_a_forced_call_holding_tag_text_in_an_argument_is_a_valid_call(grammar_tokenizer, query):
+    """The grammar lets a string hold any text, tags included (a T = 1 rollout wrote one); the parser must then read
+    the call the grammar produced, not cut it at the tag inside the string."""
+    body = json.dumps({"query": query})[:-1]
+    grammar = forced_call_grammar(TOOLS, normalize_tool_choice("search_memory", ["search_memory", "submit_answer"]), max_tokens=256)
+    assert _accepts(grammar_tokenizer, grammar, f" {body}}}}}\n</tool_call>")
+    reply = parse_tool_calls(f'<tool_call>\n{{"name": "search_memory", "arguments": {body}}}}}\n</tool_call>', ["search_memory"])
+    assert [call["args"] for call in reply.tool_calls] == [{"query": query}] and not reply.invalid_tool_calls and reply.content == ""
 
 
 @pytest.mark.embedded
