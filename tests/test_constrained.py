@@ -83,12 +83,13 @@ def test_forced_call_grammar_takes_exactly_the_valid_calls(grammar_tokenizer, ch
 @pytest.mark.embedded
 @pytest.mark.parametrize("query", ["a </tool_call> b", "<tool_response name=\"x\"> c", "<tool_call> d"])
 def test_a_forced_call_holding_tag_text_in_an_argument_is_a_valid_call(grammar_tokenizer, query):
-    """The grammar lets a string hold any text, tags included (a T = 1 rollout wrote one); the parser must then read
-    the call the grammar produced, not cut it at the tag inside the string."""
-    body = json.dumps({"query": query})[:-1]
+    """The grammar lets a string hold any text, tags included; the parser must then read the call the grammar
+    produced, not cut it at the tag inside the string."""
+    arguments = json.dumps({"query": query})
     grammar = forced_call_grammar(TOOLS, normalize_tool_choice("search_memory", ["search_memory", "submit_answer"]), max_tokens=256)
-    assert _accepts(grammar_tokenizer, grammar, f" {body}}}}}\n</tool_call>")
-    reply = parse_tool_calls(f'<tool_call>\n{{"name": "search_memory", "arguments": {body}}}}}\n</tool_call>', ["search_memory"])
+    assert _accepts(grammar_tokenizer, grammar, " " + arguments + "}\n</tool_call>")
+    call = json.dumps({"name": "search_memory", "arguments": {"query": query}})
+    reply = parse_tool_calls(f"<tool_call>\n{call}\n</tool_call>", ["search_memory"])
     assert [call["args"] for call in reply.tool_calls] == [{"query": query}] and not reply.invalid_tool_calls and reply.content == ""
 
 

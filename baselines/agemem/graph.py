@@ -441,8 +441,8 @@ def submitted_answer(message: Any) -> str | None:
     >>> submitted_answer(AIMessage("Oslo")) is None
     True
     """
-    calls = [call for call in getattr(message, "tool_calls", None) or () if call["name"] == SUBMIT_TOOL]
-    if not isinstance(message, AIMessage) or not calls:
+    calls = [call for call in message.tool_calls if call["name"] == SUBMIT_TOOL] if isinstance(message, AIMessage) else []
+    if not calls:
         return None
     answer = calls[0]["args"].get("answer")
     return str(answer).strip() if isinstance(answer, (str, int, float)) and not isinstance(answer, bool) else ""
