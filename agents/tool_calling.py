@@ -178,14 +178,14 @@ def parse_tool_calls(
     {'query': 'x'}
     """
     blocks = _call_blocks(text)
-    response_start = _first_outside(text, "<tool_response", [span for _, span in blocks])
+    response_start = _first_outside(text, "<tool_response", [span for _, span, _ in blocks])
     if response_start >= 0:
         text = text[:response_start]
-        blocks = [(raw, span) for raw, span in blocks if span[1] <= response_start]
+        blocks = [block for block in blocks if block[1][1] <= response_start]
     calls: list[tuple[str, Any, str | None]] = []  # (raw text, parsed value, JSON error)
     spans: list[tuple[int, int]] = []
-    for raw, span in blocks:
-        value, error = _load_json(raw)
+    for raw, span, parsed in blocks:
+        value, error = parsed if parsed is not None else _load_json(raw)
         calls.append((raw, value, error))
         spans.append(span)
     if not calls and bare_json:
@@ -210,8 +210,8 @@ def parse_tool_calls(
     return ParsedReply(_outside(text, spans), valid, invalid)
 
 
-def _call_blocks(text: str) -> list[tuple[str, tuple[int, int]]]:
-    """Each ``<tool_call>`` block's raw call text and span.
+def _call_blocks(text: str) -> list[tuple[str, tuple[int, int], tuple[Any, None] | None]]:
+    """Each ``<tool_call>`` block's raw call text, span, and its JSON value (with no error) where it was read whole.
 
     A block runs to its closing tag, the next block or the end. When its body is one JSON
     value followed by one of those, the block ends after that value: tag text inside a JSON
@@ -221,16 +221,16 @@ def _call_blocks(text: str) -> list[tuple[str, tuple[int, int]]]:
     while position >= 0:
         body = _SPACE.match(text, position + len(_OPEN_TAG)).end()
         try:
-            end = _JSON_DECODER.raw_decode(text, body)[1]
+            value, end = _JSON_DECODER.raw_decode(text, body)
         except (ValueError, RecursionError):
             end = -1
         after = _AFTER_CALL.match(text, end) if end >= 0 else None
         if after is not None:
-            blocks.append((text[body:end], (position, after.end())))
+            blocks.append((text[body:end], (position, after.end()), (value, None)))
             stop = after.end()
         else:
             block = _CALL_BLOCK.match(text, position)
-            blocks.append((_strip_fence(block.group(1).strip()), block.span()))
+            blocks.append((_strip_fence(block.group(1).strip()), block.span(), None))
             stop = max(block.end(), position + len(_OPEN_TAG))
         position = text.find(_OPEN_TAG, stop)
     return blocks

@@ -34,6 +34,7 @@ from ...agents.calls import NO_USAGE, TokenUsage, acall_model, add_usage, call_m
 from ...agents.compiled_graph import RecursionSizedGraph, node
 from ...agents.loading import context_window, prompt_budget
 from ...agents.tokenizers import TokenCodec, resolve_tokenizer
+from ..sumer_prompts import SubmitAnswerArgs
 from .context import (
     TOKENS_PER_MESSAGE,
     ContextEdit,
@@ -164,6 +165,7 @@ class _AgeMemSteps:
             if config.answer_mode == "retrieve-submit" else None
         )
         self.force_model = self.submit_model or model.bind(max_tokens=config.turn_tokens)
+        self.force_prompt = FORCE_SUBMIT_PROMPT if self.submit_model is not None else FORCE_ANSWER_PROMPT
         self.instructions = {
             **STAGE_INSTRUCTIONS, **({"answer": SUBMIT_ANSWER_INSTRUCTION} if self.submit_model is not None else {})}
         self.store = store
@@ -284,7 +286,7 @@ class _AgeMemSteps:
 
     # force_answer -----------------------------------------------------------------------------
     def _force_prompt(self, state: AgeMemState) -> tuple[HumanMessage, list[BaseMessage]]:
-        request = HumanMessage(FORCE_SUBMIT_PROMPT if self.submit_model else FORCE_ANSWER_PROMPT, id=f"g{state['next_group']}")
+        request = HumanMessage(self.force_prompt, id=f"g{state['next_group']}")
         instruction = self.instructions["answer"]
         messages = [*state["messages"], request]
         system = SystemMessage(SYSTEM_PROMPT.format(instruction=instruction, groups=context_map(messages)))
@@ -444,8 +446,10 @@ def submitted_answer(message: Any) -> str | None:
     calls = [call for call in message.tool_calls if call["name"] == SUBMIT_TOOL] if isinstance(message, AIMessage) else []
     if not calls:
         return None
-    answer = calls[0]["args"].get("answer")
-    return str(answer).strip() if isinstance(answer, (str, int, float)) and not isinstance(answer, bool) else ""
+    try:  # SUMER's schema reads a bare number as the answer's text, as there
+        return SubmitAnswerArgs.model_validate({"answer": calls[0]["args"].get("answer")}).answer.strip()
+    except ValidationError:
+        return ""
 
 
 class AgeMemGraph(RecursionSizedGraph):
