@@ -29,6 +29,7 @@ importance-sampling correction needs.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import queue
 import threading
 from collections import defaultdict
@@ -62,6 +63,19 @@ def _import_vllm() -> Any:
     except ImportError as error:
         raise ImportError(f"the 'vllm-engine:' backend needs vLLM, which is not installed: {VLLM_INSTALL}") from error
     return vllm
+
+
+def _shut_down_engine_core(llm: Any) -> None:
+    """Stop the engine-core process of a ``vllm.LLM`` this model started.
+
+    vLLM runs its engine core as a non-daemonic child process, which ``multiprocessing`` joins
+    at exit, while the finalizer that would stop it never runs because the generate worker
+    keeps the engine referenced: the interpreter waited on the child forever. Registered with
+    ``atexit`` after vLLM (and so ``multiprocessing``) was imported, this runs before that join.
+    """
+    engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if engine_core is not None and hasattr(engine_core, "shutdown"):
+        engine_core.shutdown()
 
 
 @dataclass
@@ -201,7 +215,11 @@ class VLLMEngineChatModel(JsonSchemaOutput, BaseChatModel):
     _worker: _GenerateWorker = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
-        self._llm = self.engine if self.engine is not None else _import_vllm().LLM(model=self.model, **self.engine_kwargs)
+        if self.engine is not None:  # its owner (TRL, a server) shuts it down
+            self._llm = self.engine
+        else:
+            self._llm = _import_vllm().LLM(model=self.model, **self.engine_kwargs)
+            atexit.register(_shut_down_engine_core, self._llm)
         self._worker = _GenerateWorker(self._llm, self.batch_window_ms / 1000)
 
     @property

