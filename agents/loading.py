@@ -57,6 +57,9 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
             raise ValueError(f"{spec!r} needs base_url=, the server's OpenAI endpoint, e.g. 'http://127.0.0.1:8000/v1'")
         if provider == "vllm":
             kwargs.setdefault("api_key", "EMPTY")
+            if "profile" not in kwargs:  # so SUMER and AgeMem fit their prompts to the server's window
+                window = served_window(kwargs["base_url"], name, api_key=str(kwargs["api_key"]))
+                kwargs["profile"] = {"max_input_tokens": window} if window else None
         elif not kwargs.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
             raise ValueError(f"{spec!r} needs an API key: pass api_key= (--api-key) or set OPENAI_API_KEY")
         kwargs.setdefault("max_retries", 2)
@@ -97,11 +100,34 @@ def model_directory(name: str) -> str:
     return name
 
 
+def served_window(base_url: str, model: str, *, api_key: str = "EMPTY", timeout: float = 2.0) -> int | None:
+    """The window ``vllm serve`` reports for ``model`` (``max_model_len`` in ``GET /v1/models``), or None.
+
+    Other OpenAI-compatible servers report none, and a server that is not up yet answers
+    nothing: both leave the window unknown (``compare --context-window`` sets one).
+
+    >>> served_window("http://127.0.0.1:9/v1", "m", timeout=0.5) is None  # nothing listens there
+    True
+    """
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(f"{base_url.rstrip('/')}/models", headers={"Authorization": f"Bearer {api_key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            entries = json.load(response).get("data") or []
+    except (OSError, ValueError, AttributeError):  # no server, an error status, or a reply that is not vLLM's list
+        return None
+    windows = [entry.get("max_model_len") for entry in entries if isinstance(entry, dict) and entry.get("id") == model]
+    return windows[0] if windows and isinstance(windows[0], int) and windows[0] > 0 else None
+
+
 def context_window(model: Any) -> int | None:
-    """A model's window in tokens, or None where it is unknown (servers do not report one).
+    """A model's window in tokens, or None where it is unknown.
 
     Takes a chat model of this package (its ``context_window``), any LangChain chat model
-    whose ``profile`` gives ``max_input_tokens`` (LangChain's field for the window), a
+    whose ``profile`` gives ``max_input_tokens`` (LangChain's field for the window; ``vllm:``
+    models get it from the server, see :func:`served_window`), a
     loaded transformers model (PEFT-wrapped or not), or a local model directory; read
     without loading weights.
 

@@ -362,7 +362,8 @@ def build_agemem_qa_graph(
         max_context_tokens: context budget (see :func:`build_agemem_graph`); default for a
             model run in this process (``LocalChatModel``, ``vllm-engine:``) its window minus
             ``turn_tokens``, at most 4096; for a served model whose window is known (its
-            LangChain profile, or ``compare --context-window``) that window minus
+            LangChain profile: ``vllm:`` models read it from the server, others from
+            ``compare --context-window``) that window minus
             ``turn_tokens``, counted with ``tokenizer``; unlimited otherwise. A budget that
             leaves no room for the turn is refused.
         build_only: run stage 1 alone, with no distractors and no question, so the output has no
