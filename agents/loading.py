@@ -57,9 +57,9 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
             raise ValueError(f"{spec!r} needs base_url=, the server's OpenAI endpoint, e.g. 'http://127.0.0.1:8000/v1'")
         if provider == "vllm":
             kwargs.setdefault("api_key", "EMPTY")
-            if "profile" not in kwargs:  # so SUMER and AgeMem fit their prompts to the server's window
-                window = served_window(kwargs["base_url"], name, api_key=str(kwargs["api_key"]))
-                kwargs["profile"] = {"max_input_tokens": window} if window else None
+            # So SUMER and AgeMem fit their prompts to the server's window.
+            if "profile" not in kwargs and (window := served_window(kwargs["base_url"], name, api_key=str(kwargs["api_key"]))):
+                kwargs["profile"] = {"max_input_tokens": window}
         elif not kwargs.get("api_key") and not os.environ.get("OPENAI_API_KEY"):
             raise ValueError(f"{spec!r} needs an API key: pass api_key= (--api-key) or set OPENAI_API_KEY")
         kwargs.setdefault("max_retries", 2)
