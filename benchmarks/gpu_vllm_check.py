@@ -218,7 +218,7 @@ def run_model_checks(model: Any, tokenizer: Any, args: argparse.Namespace, resul
         "sumer_graph_required": lambda: _sumer(model, tokenizer, samples[: min(4, len(samples))], args.max_context_tokens),
         "agemem_graph_required": lambda: _agemem(model, tokenizer or sample_tokenizer, samples[: min(4, len(samples))], args.max_context_tokens),
     }
-    for name in args.checks.split(","):
+    for name in filter(None, args.checks.split(",")):
         if name != "tools_auto" or auto:
             _timed(results, name, checks[name])
 
