@@ -119,7 +119,13 @@ serve() {  # vllm serve + the vllm: backend: Python checks, then (all checks onl
     say "server up after $((SECONDS - start)) s"
     timeout 300 python3 -m benchmarks.gpu_vllm_check serve --model "$tag" --base-url http://127.0.0.1:8000/v1 --tokenizer "$dir" \
         --json "$OUT/serve_$tag.json" ${checks:+--checks "$checks"}
-    if [ -n "$checks" ]; then kill $pid; wait $pid 2>/dev/null; say "serve done"; return 0; fi
+    if [ -z "$checks" ]; then serve_cli "$dir" "$tag"; fi
+    kill $pid; wait $pid 2>/dev/null
+    say "serve done"
+}
+
+serve_cli() {  # `memagent run` and `memagent compare` against the server serve() started
+    local dir=$1 tag=$2
     python3 - "$dir" <<'EOF'
 import sys
 from langgraph_memagent.agents.tokenizers import resolve_tokenizer
@@ -135,8 +141,6 @@ EOF
         --model "vllm:$tag" --base-url http://127.0.0.1:8000/v1 --tokenizer "$dir" --temperature 0 --chunk-tokens 1000 \
         --memory-tokens 128 --answer-tokens 64 --max-input-tokens 7000 --quiet --out "$G/compare_serve_$tag"
     cp "$G/compare_serve_$tag/summary.md" "$OUT/compare_serve_$tag.md" 2>/dev/null
-    kill $pid; wait $pid 2>/dev/null
-    say "serve done"
 }
 
 engine() {

@@ -16,6 +16,7 @@ import sys
 import time
 
 from langgraph_memagent import load_chat_model
+from langgraph_memagent.agents.vllm_engine import _shut_down_engine_core
 
 
 def main() -> None:
@@ -30,7 +31,7 @@ def main() -> None:
     reply = model.invoke("Say hi.", max_tokens=8)
     print(f"calls done after {time.perf_counter() - start:.1f} s: {reply.content[:40]!r}", flush=True)
     if args.variant == "shutdown":
-        model._llm.llm_engine.engine_core.shutdown()
+        _shut_down_engine_core(model._llm)  # what the model now also does at exit
         print("engine core shut down", flush=True)
     faulthandler.dump_traceback_later(args.grace, exit=True, file=sys.stderr)
     print(f"main returns at {time.perf_counter() - start:.1f} s", flush=True)
