@@ -107,7 +107,7 @@ CONFIG_KEYS = (
 # AgeMem's graph options, in the settings of AgeMem runs only (earlier runs' kept files stay valid).
 AGEMEM_KEYS = ("agemem_turns_per_message", "agemem_stage_turns", "agemem_distractor_messages", "agemem_write_mode")
 # Options added later, in the settings only when not at their default (earlier runs' kept files stay valid).
-LATER_KEYS = {"query_style": "free", "answer_rule": "none", "agemem_answer_mode": "free"}
+LATER_KEYS = {"query_style": "free", "answer_rule": "none", "agemem_answer_mode": "free", "agemem_retrieve_reply": "scored"}
 TRAINING_KEYS = (
     "num_generations", "per_device_train_batch_size", "steps_per_generation", "learning_rate", "beta", "lora_r", "lora_alpha", "max_steps",
     "stop_after_steps", "dynamic_sampling_rounds", "seed", "data_seed", "key_pool", "evidence_reward_weight", "loss_aggregation", "reading_memory", "search_curriculum", "agemem_sessions",

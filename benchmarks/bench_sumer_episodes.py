@@ -68,7 +68,8 @@ def episode_parser(name: str, description: str, preset: str) -> argparse.Argumen
         help=f"held-out questions, as in bench_learning, or {LOCOMO_SPLIT!r}: LoCoMo conv-30's (default: %(default)s)",
     )
     parser.add_argument("--questions", type=int, default=16, help="held-out questions (default: %(default)s)")
-    parser.add_argument("--adapters", nargs="+", type=Path, required=True, help="trained LoRA adapter directories to compare")
+    parser.add_argument("--adapters", nargs="*", type=Path, default=[],
+                        help="trained LoRA adapter directories to compare (none: the untrained policy alone, kept for a later run)")
     parser.add_argument("--name", default=name, help="results file name under benchmarks/results (default: %(default)s)")
     parser.add_argument("trainer_args", nargs="*", help=f"trainer options after --, on top of the {preset} preset")
     return parser

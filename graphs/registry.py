@@ -23,7 +23,7 @@ from langchain_core.language_models import BaseChatModel
 from ..agents.loading import EMBEDDED_MODELS
 from ..agents.prompts import FinalPromptStyle
 from ..baselines.agemem import build_agemem_qa_graph
-from ..baselines.agemem.tools import ANSWER_MODES, WRITE_MODES
+from ..baselines.agemem.tools import ANSWER_MODES, RETRIEVE_REPLIES, WRITE_MODES
 from ..baselines.full_context import build_full_context_graph
 from ..baselines.langmem_graph import build_langmem_graph
 from ..baselines.rag import build_rag_graph
@@ -107,6 +107,12 @@ class GraphOptions:
                   "stage 3's first turn after the question is a forced retrieve_memory call whose query the model writes) or "
                   "'retrieve-submit' (ours: that call, then the answer as a forced submit_answer call, SUMER's short-answer tool).",
                   "choices": ANSWER_MODES},
+    )
+    agemem_retrieve_reply: str = field(
+        default="scored",
+        metadata={"help": "AgeMem: what retrieve_memory returns: 'scored' (up to the call's k items, each with its id and score) or "
+                  "'best' (ours, for small models: the best item's text alone).",
+                  "choices": RETRIEVE_REPLIES},
     )
     embeddings_model: str | None = field(
         default=None,
@@ -268,6 +274,7 @@ def _agemem(model: BaseChatModel, options: GraphOptions, tokenizer: Any, **graph
         model, embeddings=_embeddings(options), tokenizer=tokenizer, distractor_messages=options.agemem_distractor_messages,
         max_turns_per_message=options.agemem_turns_per_message, first_turn_tool_choice=options.tool_choice,
         write_mode=options.agemem_write_mode, answer_mode=options.agemem_answer_mode,
+        retrieve_reply=options.agemem_retrieve_reply,
         **_given(max_stage_turns=options.max_turns, turn_tokens=options.turn_tokens, max_context_tokens=options.max_input_tokens,
                  chunk_tokens=options.memory_item_tokens),
         **graph_kwargs,

@@ -134,6 +134,22 @@ def test_retrieve_returns_the_added_item_with_the_default_minilm_store():
     assert hit.startswith("m1 (score ") and hit.endswith("Ann lives in Oslo.") and "\n" not in hit
 
 
+def test_best_retrieve_reply_is_the_best_items_text_alone_whatever_k_was_asked():
+    """retrieve_reply="best": one line, no id, score or tags, and only that item counts as retrieved."""
+    model = scripted(
+        calls(tool_call("add_memory", "c1", content="Ann lives in Oslo.", tags=["Ann"]),
+              tool_call("add_memory", "c2", content="Bo likes tea.")),
+        calls(tool_call("retrieve_memory", "c3", query="Where does Ann live?", k=3)),
+        "ok",
+    )
+    graph = fast_graph(model, max_turns_per_message=3, retrieve_reply="best")
+    out = graph.invoke({"stage": "build", "incoming": ["facts"]}, context=ALICE)
+    assert last_tool_reply(out["messages"]) == "Ann lives in Oslo."
+    assert out["operations"][-1]["retrieved"] == ["Ann lives in Oslo."]
+    with pytest.raises(ValueError, match=r"retrieve_reply must be one of \['scored', 'best'\], got 'top'"):
+        fast_graph(scripted("ok"), retrieve_reply="top")
+
+
 def _context_with_groups(final_step, **options):
     """g1 user, g2 text reply, g3 user, g4 assistant+tool reply, g5 text, g6 user, g7 = final_step's call."""
     model = scripted(

@@ -51,7 +51,12 @@ def test_agemem_episode_benchmark_pairs_each_decodings_measures_by_question_and_
     monkeypatch.setattr(_common, "RESULTS_DIR", tmp_path / "results")
     trainer = ["--model_name_or_path", str(tiny_model_dir), "--max_context_tokens", "512", "--agemem_write_mode", "line"]
     argv = ["--questions", "2", "--samples", "2", "--adapters", adapter, "--name", "episodes", "--", *trainer]
+    # The untrained policy alone first (a baseline measured before any training), then kept when the adapter comes.
+    assert bench_agemem_episodes.main([arg for arg in argv if arg not in ("--adapters", adapter)]) == 0
+    assert list(json.loads((tmp_path / "results" / "episodes.json").read_text())["policies"]) == ["untrained"]
     assert bench_agemem_episodes.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "untrained: kept from an earlier run with these settings" in printed
     result = json.loads((tmp_path / "results" / "episodes.json").read_text())
     assert result["questions"] == [record["question"] for record in held_out_conversations("dev", 2)]
     untrained, trained = result["policies"]["untrained"], result["policies"][adapter]
@@ -67,7 +72,7 @@ def test_agemem_episode_benchmark_pairs_each_decodings_measures_by_question_and_
         assert changes["reward_points"] == {"change": change, "standard_error": error}
         assert untrained["shortcuts"][decoding]["scoring_answers_without_evidence_in_memory"] == sum(
             m["f1"] > 0 and not m["memory_recall"] for m in before.measures)
-    assert f"{adapter}, sampled: reward {PolicyEvaluation.from_dict(trained['sampled']).accuracy:.1f} (" in capsys.readouterr().out
+    assert f"{adapter}, sampled: reward {PolicyEvaluation.from_dict(trained['sampled']).accuracy:.1f} (" in printed
 
     # A rerun with the same settings keeps every measured policy instead of decoding again.
     def refuse(*args, **kwargs):

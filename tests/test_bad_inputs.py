@@ -330,6 +330,7 @@ ROWS: list[Row] = [
     Row("trainer", "--query_style answer", ("--query_style", "invalid choice: 'answer'"), trainer("--query_style", "answer")),
     Row("trainer", "--agemem_write_mode copy", ("--agemem_write_mode", "invalid choice: 'copy'"), trainer("--agemem_write_mode", "copy")),
     Row("trainer", "--agemem_answer_mode guess", ("--agemem_answer_mode", "invalid choice: 'guess'"), trainer("--agemem_answer_mode", "guess")),
+    Row("trainer", "--agemem_retrieve_reply top", ("--agemem_retrieve_reply", "invalid choice: 'top'"), trainer("--agemem_retrieve_reply", "top")),
     Row("trainer", "--agemem_task_weight 1.5", ("agemem_task_weight must be between 0 and 1", "got 1.5"), trainer("--agemem_task_weight", "1.5")),
     Row("trainer", "--stop_after_steps past --max_steps", ("stop_after_steps must be 0 (off) or from 1 to max_steps (6), got 10",),
         trainer("--max_steps", "6", "--stop_after_steps", "10")),

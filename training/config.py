@@ -167,6 +167,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     agemem_distractor_messages: int = graph_option("agemem_distractor_messages")
     agemem_write_mode: str = graph_option("agemem_write_mode")
     agemem_answer_mode: str = graph_option("agemem_answer_mode")
+    agemem_retrieve_reply: str = graph_option("agemem_retrieve_reply")
     agemem_turn_limit: int | None = field(
         default=None,
         metadata={

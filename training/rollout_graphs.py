@@ -59,6 +59,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         agemem_distractor_messages=config.agemem_distractor_messages,
         agemem_write_mode=config.agemem_write_mode,
         agemem_answer_mode=config.agemem_answer_mode,
+        agemem_retrieve_reply=config.agemem_retrieve_reply,
         embeddings_model=config.embeddings_model,
         tool_choice=config.tool_choice,
         forced_answer_call=config.forced_answer_call,

@@ -51,6 +51,7 @@ from .tools import (
     ANSWER_MODES,
     FORCE_ANSWER_PROMPT,
     FORCE_SUBMIT_PROMPT,
+    RETRIEVE_REPLIES,
     STAGE_INSTRUCTIONS,
     STAGES,
     SUBMIT_ANSWER_INSTRUCTION,
@@ -129,6 +130,7 @@ class AgeMemConfig:
     first_turn_tool_choice: str = "auto"  # the first turn after each message: "auto" (paper: the model decides) or "required"
     write_mode: str = "free"  # stage 1's first turn after each message: "free" (paper) or "line" (a forced add_memory of one of its lines)
     answer_mode: str = "free"  # stage 3: "free" (paper), "retrieve" (a forced retrieve_memory call first) or "retrieve-submit" (then a forced submit_answer)
+    retrieve_reply: str = "scored"  # a retrieve_memory reply: "scored" (up to k items with ids and scores) or "best" (the best item's text alone)
 
     def __post_init__(self) -> None:
         for name in ("max_turns_per_message", "max_stage_turns", "turn_tokens"):
@@ -140,6 +142,8 @@ class AgeMemConfig:
             raise ValueError(f"write_mode must be one of {list(WRITE_MODES)}, got {self.write_mode!r}")
         if self.answer_mode not in ANSWER_MODES:
             raise ValueError(f"answer_mode must be one of {list(ANSWER_MODES)}, got {self.answer_mode!r}")
+        if self.retrieve_reply not in RETRIEVE_REPLIES:
+            raise ValueError(f"retrieve_reply must be one of {list(RETRIEVE_REPLIES)}, got {self.retrieve_reply!r}")
 
 
 class _AgeMemSteps:
@@ -381,10 +385,12 @@ class _AgeMemSteps:
             memory.delete(memory_id)
             return f"deleted {memory_id}"
         if isinstance(args, RetrieveMemoryArgs):
-            hits = memory.search(args.query, args.k)
+            hits = memory.search(args.query, 1 if self.config.retrieve_reply == "best" else args.k)
             touched["retrieved"] = [str(value.get("content", "")) for _, value, _ in hits]
             if not hits:
                 return "long-term memory is empty"
+            if self.config.retrieve_reply == "best":
+                return str(hits[0][1].get("content", ""))
             lines = []
             for memory_id, value, score in hits:
                 tags = f" [{', '.join(value.get('tags', []))}]" if value.get("tags") else ""
@@ -484,6 +490,7 @@ def build_agemem_graph(
     first_turn_tool_choice: str = "auto",
     write_mode: str = "free",
     answer_mode: str = "free",
+    retrieve_reply: str = "scored",
     namespace_root: str = DEFAULT_NAMESPACE_ROOT,
     checkpointer: Any = None,
     name: str = "agemem",
@@ -525,6 +532,9 @@ def build_agemem_graph(
             ``"retrieve-submit"`` (ours) follows that call with a forced ``submit_answer`` call
             (SUMER's tool, asking for a short answer), as the stage's later turns and as the
             forced answer: the stage ends ``"submitted"`` with its argument as the response.
+        retrieve_reply: ``"scored"`` (default): a ``retrieve_memory`` call returns up to its ``k``
+            items, one per line with id, score and tags; ``"best"`` (ours, for small models): it
+            returns the best item's content alone, so the answer turn reads one short line.
         namespace_root: first label of the long-term namespace ``(namespace_root, user_id)``.
         checkpointer: any LangGraph checkpointer (``None``: none, or the parent's when nested).
         name: graph name.
@@ -548,7 +558,8 @@ def build_agemem_graph(
         raise ValueError(f"namespace_root must be a non-empty label without '.', got {namespace_root!r}")
     config = AgeMemConfig(max_turns_per_message=max_turns_per_message, max_stage_turns=max_stage_turns,
                           turn_tokens=turn_tokens, max_context_tokens=max_context_tokens, force_answer=force_answer,
-                          first_turn_tool_choice=first_turn_tool_choice, write_mode=write_mode, answer_mode=answer_mode)
+                          first_turn_tool_choice=first_turn_tool_choice, write_mode=write_mode, answer_mode=answer_mode,
+                          retrieve_reply=retrieve_reply)
     prompt_budget(context_window(model), max_context_tokens, turn_tokens)  # a prompt and its turn must fit the window
     if max_context_tokens is not None and tokenizer is None and getattr(type(model), "tokenizer", None) is None:
         resolve_tokenizer(None, model)  # no tokenizer to count the context with: fail now, with how to pass one

@@ -333,6 +333,7 @@ def build_agemem_qa_graph(
     first_turn_tool_choice: str = "auto",
     write_mode: str = "free",
     answer_mode: str = "free",
+    retrieve_reply: str = "scored",
     build_only: bool = False,
     name: str = "agemem_qa",
 ) -> CompiledStateGraph:
@@ -353,7 +354,7 @@ def build_agemem_qa_graph(
     Args:
         model: a chat model with ``bind_tools``.
         store, embeddings, max_turns_per_message, max_stage_turns, turn_tokens,
-            force_answer, first_turn_tool_choice, write_mode, answer_mode: as in :func:`build_agemem_graph` (defaults chosen for the
+            force_answer, first_turn_tool_choice, write_mode, answer_mode, retrieve_reply: as in :func:`build_agemem_graph` (defaults chosen for the
             embedded 135M model on CPU; the AgeMem paper gives none).
         tokenizer: cuts the document into stage-1 chunks (not needed with ``turns``) and
             counts the context; default the model's own (local backends).
@@ -395,7 +396,7 @@ def build_agemem_qa_graph(
         model, store=store, embeddings=embeddings, max_turns_per_message=max_turns_per_message,
         max_stage_turns=max_stage_turns, turn_tokens=turn_tokens, max_context_tokens=max_context_tokens,
         tokenizer=tokenizer, force_answer=force_answer, first_turn_tool_choice=first_turn_tool_choice, write_mode=write_mode,
-        answer_mode=answer_mode, checkpointer=False,
+        answer_mode=answer_mode, retrieve_reply=retrieve_reply, checkpointer=False,
         name=f"{name}_stage",
     )
     steps = _AgeMemQASteps(agent, model, tokenizer, chunk_tokens, distractor_messages, distractor_sentences, build_only)

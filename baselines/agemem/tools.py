@@ -116,6 +116,12 @@ ANSWER_MODES = ("free", "retrieve", "retrieve-submit")
 or that call, then a forced ``submit_answer`` call whose argument is the answer (ours, SUMER's answer form)."""
 
 
+RETRIEVE_REPLIES = ("scored", "best")
+"""What a ``retrieve_memory`` call returns: up to ``k`` items, each with its id, score and tags (ours, the default);
+or the best item's content alone, whatever ``k`` was asked (ours, for small models: SUMER's reading stage scored
+only with one or two short lines in front of the answer)."""
+
+
 def submit_answer_tool() -> dict[str, Any]:
     """The ``submit_answer`` tool of ``answer_mode="retrieve-submit"``: SUMER's, whose schema asks for a short answer.
 
