@@ -38,7 +38,7 @@ from .bench_sumer_episodes import checked_episode_args, episode_parser, episode_
 
 NAME = "bench_agemem_episodes"
 DECODINGS = {"greedy": 0.0, "sampled": 1.0}
-REPORTED = ("memory_items", "memory_recall", "valid_call_rate", "searches", "f1")
+REPORTED = ("memory_items", "memory_recall", "valid_call_rate", "searches", "retrieval_recall", "f1")
 
 
 def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) -> dict[str, Any]:

@@ -85,7 +85,7 @@ def plot_reward_curve(log_history: Sequence[dict[str, Any]], path: str | Path, *
 TOOL_USE_PANELS = (
     ("reward", [("reward", "reward (trained on)"), ("reward/paper", "paper reward"), ("reward/memory", "memory part"), ("tools/f1", "answer F1")]),
     ("calls", [("tools/valid_call_rate", "valid-call rate"), ("tools/submitted", "submit rate"), ("tools/evidence_recall", "evidence recall"),
-               ("tools/memory_recall", "evidence held in memory")]),
+               ("tools/memory_recall", "evidence held in memory"), ("tools/retrieval_recall", "evidence retrieved")]),
     ("calls per rollout", [("tools/searches", "searches"), ("tools/tool_calls", "tool calls"), ("tools/memory_items", "stored items")]),
 )
 

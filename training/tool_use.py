@@ -92,22 +92,30 @@ def agemem_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str,
     e.g. an unknown memory id); ``searches`` are ``retrieve_memory`` calls; ``memory_items`` the
     long-term items when the question came; ``memory_recall`` the share of the evidence turns that
     some stored item holds (at least half of the turn's tokens, AgeMem reward's "useful" rule);
-    None without evidence.
+    ``retrieval_recall`` the share of them that the retrievals' results hold, as SUMER's
+    ``evidence_recall`` is of its searches. Each recall is None without evidence, the latter
+    also without a retrieval.
 
     >>> output = {"tool_calls": {"add_memory": 2, "retrieve_memory": 1, "invalid": 1}, "answer": "Oslo",
-    ...           "memory_operations": [{"status": "success"}, {"status": "error"}, {"status": "success"}],
+    ...           "memory_operations": [{"tool": "add_memory", "status": "success"}, {"tool": "update_memory", "status": "error"},
+    ...                                 {"tool": "retrieve_memory", "status": "success", "retrieved": ["lunch", "I adopted a cat"]}],
     ...           "memory_items": ["Ann moved to Oslo in May", "lunch"]}
     >>> sample = {"answers": ["Oslo"], "evidence": ["D1:1", "D2:3"],
     ...           "turns": [{"dia_id": "D1:1", "text": "I moved to Oslo!"}, {"dia_id": "D2:3", "text": "I adopted a cat."}]}
     >>> measures = agemem_measures(output, sample)
     >>> measures["valid_call_rate"], measures["searches"], measures["memory_items"], measures["memory_recall"], measures["f1"]
     (0.5, 1, 2, 0.5, 1.0)
+    >>> measures["retrieval_recall"]
+    0.5
     """
     counts = output["tool_calls"]
     calls = sum(counts.values())
     succeeded = sum(operation.get("status") == "success" for operation in output.get("memory_operations") or ())
     items = [str(item) for item in output.get("memory_items") or ()]
     evidence = evidence_texts(sample)
+    retrieved = [str(text) for operation in output.get("memory_operations") or ()
+                 if operation.get("tool") == "retrieve_memory" and operation.get("status") == "success"
+                 for text in operation.get("retrieved", ())]
     return {
         "valid_call_rate": succeeded / calls if calls else None,
         "tool_calls": calls,
@@ -115,6 +123,7 @@ def agemem_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str,
         "searches": counts.get("retrieve_memory", 0),
         "memory_items": len(items),
         "memory_recall": evidence_held(items, evidence) if evidence else None,
+        "retrieval_recall": evidence_held(retrieved, evidence) if evidence and counts.get("retrieve_memory") else None,
         "f1": _answer_f1(output, sample),
     }
 
