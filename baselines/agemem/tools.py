@@ -117,9 +117,8 @@ or that call, then a forced ``submit_answer`` call whose argument is the answer 
 
 
 RETRIEVE_REPLIES = ("scored", "best")
-"""What a ``retrieve_memory`` call returns: up to ``k`` items, each with its id, score and tags (ours, the default);
-or the best item's content alone, whatever ``k`` was asked (ours, for small models: SUMER's reading stage scored
-only with one or two short lines in front of the answer)."""
+"""What a ``retrieve_memory`` call returns: up to ``k`` items, each with its id, score and tags (the default); or the
+best item's content alone, whatever ``k`` was asked (ours, for small models, whose answers echo what they read)."""
 
 
 def submit_answer_tool() -> dict[str, Any]:
