@@ -147,6 +147,16 @@ def _successful(operations: Sequence[Mapping[str, Any]], *tools: str) -> list[Ma
     return [op for op in operations if op.get("tool") in tools and op.get("status") == "success"]
 
 
+def retrieved_texts(operations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The texts the successful ``retrieve_memory`` calls among ``operations`` returned, in order.
+
+    >>> retrieved_texts([{"tool": "retrieve_memory", "status": "success", "retrieved": ["a", "b"]},
+    ...                  {"tool": "retrieve_memory", "status": "error"}, {"tool": "add_memory", "status": "success"}])
+    ['a', 'b']
+    """
+    return [str(text) for op in _successful(operations, "retrieve_memory") for text in op.get("retrieved", [])]
+
+
 def context_parts(operations: Sequence[Mapping[str, Any]] | None, arrivals: Mapping[str, int] | None,
                   context_chars: Mapping[str, int] | None, final_context: str | None, evidence: Sequence[str]) -> dict[str, float | None]:
     """The context component's three parts (see the module docstring); None where an input is missing."""
@@ -168,7 +178,7 @@ def memory_parts(operations: Sequence[Mapping[str, Any]] | None, memory_items: S
         return {**parts, "maintenance": None, "retrieval": None}
     maintenance = [is_useful(op.get("content", ""), evidence) for op in _successful(operations, "update_memory")]
     maintenance += [not is_useful(op.get("previous", ""), evidence) for op in _successful(operations, "delete_memory")]
-    retrieved = [is_useful(text, evidence) for op in _successful(operations, "retrieve_memory") for text in op.get("retrieved", [])]
+    retrieved = [is_useful(text, evidence) for text in retrieved_texts(operations)]
     return {**parts, "maintenance": _share(maintenance), "retrieval": _share(retrieved) or 0.0}
 
 
@@ -309,4 +319,5 @@ __all__ = [
     "evidence_texts",
     "is_useful",
     "memory_coverage",
+    "retrieved_texts",
 ]

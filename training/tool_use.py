@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..evals.locomo_scoring import f1
-from .agemem_reward import evidence_held, evidence_texts
+from .agemem_reward import evidence_held, evidence_texts, retrieved_texts
 from .rewards import gold_answers
 
 
@@ -113,9 +113,7 @@ def agemem_measures(output: dict[str, Any], sample: dict[str, Any]) -> dict[str,
     succeeded = sum(operation.get("status") == "success" for operation in output.get("memory_operations") or ())
     items = [str(item) for item in output.get("memory_items") or ()]
     evidence = evidence_texts(sample)
-    retrieved = [str(text) for operation in output.get("memory_operations") or ()
-                 if operation.get("tool") == "retrieve_memory" and operation.get("status") == "success"
-                 for text in operation.get("retrieved", ())]
+    retrieved = retrieved_texts(output.get("memory_operations") or ())
     return {
         "valid_call_rate": succeeded / calls if calls else None,
         "tool_calls": calls,

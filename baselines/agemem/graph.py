@@ -385,11 +385,12 @@ class _AgeMemSteps:
             memory.delete(memory_id)
             return f"deleted {memory_id}"
         if isinstance(args, RetrieveMemoryArgs):
-            hits = memory.search(args.query, 1 if self.config.retrieve_reply == "best" else args.k)
+            best_only = self.config.retrieve_reply == "best"
+            hits = memory.search(args.query, 1 if best_only else args.k)
             touched["retrieved"] = [str(value.get("content", "")) for _, value, _ in hits]
             if not hits:
                 return "long-term memory is empty"
-            if self.config.retrieve_reply == "best":
+            if best_only:
                 return str(hits[0][1].get("content", ""))
             lines = []
             for memory_id, value, score in hits:
