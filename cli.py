@@ -207,7 +207,8 @@ def _report(values: dict, seconds: float, gold: list[str] | None = None) -> dict
     usage = values.get("usage", {})
     print(f"answer: {values.get('answer')!r}")
     if values.get("answer") is None:
-        print(f"(no answer could be extracted; raw reply: {_short(values.get('response', ''), 300)!r})")
+        # The reply may still hold the right text: string_match_all scores the raw reply, not the answer.
+        print(f"(the reply holds no answer in the format the final prompt asks for; raw reply: {_short(values.get('response', ''), 300)!r})")
     report = {
         "answer": values.get("answer"),
         "response": values.get("response"),

@@ -419,3 +419,12 @@ def test_a_reused_thread_never_answers_another_question(capsys, smollm2_codec, t
     report = json_report(out)
     # The new one-chunk document, not the old two-chunk one, and none of the old run's calls.
     assert report["chunks_read"] == 1 and report["usage"]["llm_calls"] == 2
+
+
+def test_report_of_a_reply_without_the_asked_format_says_so_and_still_scores_the_reply(capsys):
+    # Before, a right reply without \boxed{} read "no answer could be extracted" beside string_match_all 1.00.
+    values = {"answer": None, "response": "The special magic number is 7704821.", "chunks_read": 2, "usage": {}}
+    report = cli._report(values, 1.0, gold=["7704821"])
+    out = capsys.readouterr().out
+    assert "(the reply holds no answer in the format the final prompt asks for; raw reply: 'The special magic number is 7704821.')" in out
+    assert report["score"] == {"sub_exact_match": 0.0, "string_match_all": 1.0, "strict_boxed": 0.0}

@@ -315,6 +315,20 @@ def test_graph_defaults_command_line_and_help(capsys):
     assert "sumer 0.28 (SUMER paper: clip-high 0.28)" in " ".join(shown.split())
 
 
+def test_an_option_of_another_graph_is_refused_in_one_line():
+    # Before, --agemem_retrieve_reply best with --graph sumer was taken and changed nothing.
+    with pytest.raises(ValueError, match="search_reply is an option of graph 'sumer' and does nothing with graph 'agemem', got 'plain': drop it"):
+        parse_config(["--preset", "cpu-agemem", "--output_dir", "/tmp/x", "--search_reply", "plain"])
+    with pytest.raises(ValueError, match="agemem_stage_turns is an option of graph 'agemem' and does nothing with graph 'memagent', got 8"):
+        MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, agemem_stage_turns=8)
+    # An option at its default passes with any graph; AgeMem's turn limit is filled in for AgeMem alone.
+    sumer = parse_config(["--preset", "cpu-sumer", "--output_dir", "/tmp/x", "--agemem_retrieve_reply", "scored"])
+    assert (sumer.agemem_retrieve_reply, sumer.agemem_turn_limit) == ("scored", None)
+    # A preset's own graph options stay with its graph when --graph names another.
+    switched = parse_config(["--preset", "cpu-agemem", "--graph", "sumer", "--reward_metric", "f1", "--output_dir", "/tmp/x"])
+    assert (switched.graph, switched.agemem_stage_turns, switched.tool_choice) == ("sumer", 32, "required")
+
+
 def test_training_file_keeps_conversation_turns(tmp_path):
     path = tmp_path / "locomo.jsonl"
     path.write_text(

@@ -33,6 +33,14 @@ RECIPE_SETTINGS = ("num_generations", "beta", "epsilon_high", "scale_rewards")
 # TRL loss types that divide a sum over tokens by a count fixed for the whole batch: the sum of
 # a batch's parts' losses is the batch's loss, so max_tokens_per_forward leaves it unchanged.
 SUMMED_LOSSES = ("dapo", "cispo", "vespo")
+# Options one graph alone reads: set for another graph they would change nothing, so they are refused.
+ONE_GRAPH_OPTIONS = {
+    "sumer": ("max_turns", "max_parallel_calls", "search_context", "search_reply", "query_style", "answer_rule", "forced_answer_call"),
+    "agemem": (
+        "agemem_turns_per_message", "agemem_stage_turns", "agemem_distractor_messages", "agemem_write_mode",
+        "agemem_answer_mode", "agemem_retrieve_reply", "agemem_turn_limit", "agemem_task_weight",
+    ),
+}
 
 
 # Configuration
@@ -348,7 +356,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         for name, default in {**{name: GRAPHS["memagent"].training_defaults[name] for name in RECIPE_SETTINGS}, **paper}.items():
             if getattr(self, name) is None:
                 setattr(self, name, default.value)
-        if self.agemem_turn_limit is None:
+        if self.agemem_turn_limit is None and self.graph == "agemem":
             self.agemem_turn_limit = self.agemem_stage_turns
         if self.max_completion_length is None:
             limits = {
@@ -371,7 +379,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     def problems(self) -> list[str]:
         """One line per bad field of this config; ``__post_init__`` raises them all together, before
         anything loads, so a command line with three bad flags names all three."""
-        problems = self._choice_problems() + self._range_problems()
+        problems = self._choice_problems() + self._other_graph_problems() + self._range_problems()
         problems += self._data_problems() + self._sampling_problems() + self._token_budget_problems()
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
             # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
@@ -413,6 +421,15 @@ class MultiConvGRPOConfig(GRPOConfig):
                 "F1); give one"
             )
         return problems
+
+    def _other_graph_problems(self) -> list[str]:
+        """Options of another graph than ``graph`` set away from their defaults, one line each."""
+        fields = self.__dataclass_fields__
+        return [
+            f"{name} is an option of graph {owner!r} and does nothing with graph {self.graph!r}, got {getattr(self, name)!r}: drop it"
+            for owner, names in ONE_GRAPH_OPTIONS.items() if owner != self.graph
+            for name in names if getattr(self, name) != fields[name].default
+        ]
 
     def _range_problems(self) -> list[str]:
         """Numbers outside their range, one line each."""

@@ -124,7 +124,7 @@ import torch
 
 from ..agents.loading import context_window, model_directory
 from ..evals.conversations import CONVERSATIONS_TASK
-from .config import MultiConvGRPOConfig
+from .config import ONE_GRAPH_OPTIONS, MultiConvGRPOConfig
 from .data import conversation_records, generate_samples, load_training_file, parse_category_shares
 from .presets import PRESETS
 from .rollout_graphs import context_budget
@@ -139,13 +139,13 @@ logger = logging.getLogger(__name__)
 _DESCRIPTION = (
     "Multi-conversation GRPO (MemAgent's Multi-Conv DAPO) on TRL. Presets: "
     + "; ".join(f"--preset {name}" for name in PRESETS)
-    + ". Options given after a preset override it. The presets are MemAgent's: with --graph sumer or agemem "
-    "their reward_metric and chunk_tokens are not applied (those graphs have their own defaults); with another "
-    "--task, their num_keys is not applied."
+    + ". Options given after a preset override it. With another --graph than the preset's, its reward_metric, "
+    "chunk_tokens and the options of its own graph are not applied (each graph has its own defaults); with another "
+    "--task, its num_keys is not applied."
 )
-# Preset values that only mean something for MemAgent (its verifier and its chunk size).
 _PROG = "grpo_multiconv"
-_MEMAGENT_ONLY = ("reward_metric", "chunk_tokens")
+# Preset values that only mean something for the preset's graph, beside that graph's ONE_GRAPH_OPTIONS: its reward and piece size.
+_GRAPH_ONLY = ("reward_metric", "chunk_tokens")
 # Preset values that only mean something for the preset's own task (dropped with --task).
 _TASK_ONLY = ("num_keys", "key_pool", "gold_position")
 
@@ -171,7 +171,8 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     if preset is not None:
         defaults = PRESETS[preset]
         if known.graph not in (None, defaults.get("graph", "memagent")):
-            defaults = {key: value for key, value in defaults.items() if key not in _MEMAGENT_ONLY}
+            own_graph = ONE_GRAPH_OPTIONS.get(defaults.get("graph", "memagent"), ())
+            defaults = {key: value for key, value in defaults.items() if key not in (*_GRAPH_ONLY, *own_graph)}
         if known.task not in (None, defaults.get("task")):
             defaults = {key: value for key, value in defaults.items() if key not in _TASK_ONLY}
         parser.set_defaults(**defaults)
