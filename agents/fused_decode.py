@@ -9,6 +9,10 @@ another, and returns logits bit for bit equal to the model's own forward (a test
 it). The fused weights share memory with the model's layers, so nothing is duplicated and
 prefill keeps using the model's forward.
 
+Where the layers keep bfloat16 weights for many rows and the CPU has AMX tiles
+(:func:`~langgraph_memagent.agents.quantization.dense_min_rows`), products of that many rows
+(a checked draft, a large batch) run through the same fused bfloat16 weights.
+
 It serves only models it can reproduce exactly: a ``llama`` model whose Linear layers are
 :class:`~langgraph_memagent.agents.quantization.Int4Linear` without biases and whose MLP is
 SiLU-gated; :func:`create_decode_step` returns None for anything else, and the engine then
@@ -28,7 +32,7 @@ logits close to these but not bit for bit (BENCHMARKS.md section 10).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -36,20 +40,44 @@ import torch.nn.functional as F
 from .quantization import GROUP_SIZE, Int4Linear
 
 
-def _fuse(linears: list[Int4Linear]) -> tuple[Any, Any]:
-    """One packed weight for ``linears`` stacked by output; each layer then reads a view of it."""
-    packed = torch.cat([linear.packed for linear in linears])
-    scales = torch.cat([linear.scales_and_zeros for linear in linears], dim=1)
+class _Weight(NamedTuple):
+    """One product's weights: the int4 codes, and the bfloat16 copy that takes ``dense_min_rows`` rows or more."""
+
+    packed: Any
+    scales: Any
+    dense: Any
+    dense_min_rows: int
+
+
+def _weight(linear: Int4Linear) -> _Weight:
+    dense = linear.dense_weight if linear.prefill_weights == "bfloat16" else None
+    return _Weight(linear.packed, linear.scales_and_zeros, dense, linear.dense_min_rows)
+
+
+def _fuse(linears: list[Int4Linear]) -> _Weight:
+    """One weight for ``linears`` stacked by output; each layer then reads a view of it."""
+    parts = [_weight(linear) for linear in linears]
+    fused = _Weight(
+        torch.cat([part.packed for part in parts]),
+        torch.cat([part.scales for part in parts], dim=1),
+        None if parts[0].dense is None else torch.cat([part.dense for part in parts]),
+        parts[0].dense_min_rows,
+    )
     start = 0
-    for linear in linears:  # rows of the packed layout are contiguous: a slice is the layer's weight
-        linear.packed = packed[start : start + linear.out_features]
+    for linear in linears:  # rows of both layouts are contiguous: a slice is the layer's weight
+        linear.packed = fused.packed[start : start + linear.out_features]
+        if fused.dense is not None:
+            linear.dense_weight = fused.dense[start : start + linear.out_features]
         start += linear.out_features
-    return packed, scales
+    return fused
 
 
-def _int4(inputs: Any, weight: tuple[Any, Any]) -> Any:
+def _product(inputs: Any, weight: _Weight) -> Any:
     """The layer's bfloat16 output; adding it to a float32 tensor promotes it exactly, with no extra op."""
-    return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs.to(torch.bfloat16), weight[0], GROUP_SIZE, weight[1])
+    inputs = inputs.to(torch.bfloat16)
+    if weight.dense is not None and inputs.shape[0] >= weight.dense_min_rows:
+        return F.linear(inputs, weight.dense)
+    return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, weight.packed, GROUP_SIZE, weight.scales)
 
 
 class _Layer:
@@ -58,9 +86,9 @@ class _Layer:
     def __init__(self, layer: Any):
         attention, mlp = layer.self_attn, layer.mlp
         self.qkv = _fuse([attention.q_proj, attention.k_proj, attention.v_proj])
-        self.output = (attention.o_proj.packed, attention.o_proj.scales_and_zeros)
+        self.output = _weight(attention.o_proj)
         self.gate_up = _fuse([mlp.gate_proj, mlp.up_proj])
-        self.down = (mlp.down_proj.packed, mlp.down_proj.scales_and_zeros)
+        self.down = _weight(mlp.down_proj)
         self.input_norm, self.attention_norm = layer.input_layernorm, layer.post_attention_layernorm
         self.scaling = attention.scaling
 
@@ -154,7 +182,7 @@ class FusedDecodeStep:
         cos, sin = cos.reshape(positions, 1, -1), sin.reshape(positions, 1, -1)  # broadcast over the heads
         query_size, key_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
         for layer, key_buffer, value_buffer in zip(self.layers, key_buffers, value_buffers):
-            qkv = _int4(_rms_norm(hidden, layer.input_norm), layer.qkv).float()
+            qkv = _product(_rms_norm(hidden, layer.input_norm), layer.qkv).float()
             # Queries and keys rotate as one tensor: the same elementwise arithmetic, half the ops.
             rotated = _rotate(qkv[:, : query_size + key_size].view(positions, self.heads + self.kv_heads, self.head_dim), cos, sin)
             query = rotated[:, : self.heads].view(rows, tokens, self.heads, self.head_dim).transpose(1, 2)
@@ -167,9 +195,9 @@ class FusedDecodeStep:
                 grouped = query.reshape(rows, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
                 attended = F.scaled_dot_product_attention(grouped, keys, values, attn_mask=mask, scale=layer.scaling)
                 attended = attended.view(rows, self.heads, 1, self.head_dim)
-            hidden = hidden + _int4(attended.transpose(1, 2).reshape(positions, query_size), layer.output)
-            gate, up = _int4(_rms_norm(hidden, layer.attention_norm), layer.gate_up).float().chunk(2, dim=-1)
-            hidden = hidden + _int4(F.silu(gate) * up, layer.down)
+            hidden = hidden + _product(attended.transpose(1, 2).reshape(positions, query_size), layer.output)
+            gate, up = _product(_rms_norm(hidden, layer.attention_norm), layer.gate_up).float().chunk(2, dim=-1)
+            hidden = hidden + _product(F.silu(gate) * up, layer.down)
         return self.lm_head(_rms_norm(hidden, self.norm))
 
 

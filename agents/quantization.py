@@ -31,7 +31,8 @@ Prefill depends on the CPU, so the layers keep a dense copy of the same weights 
   than float32 weights at 1,024 rows, 5.8x faster at one row): prompts then run float32
   arithmetic on exactly the same weights, as in the unquantized model.
 
-Decoding (fewer rows) always runs the int4 kernel.
+Decoding (fewer rows) runs the int4 kernel, except on CPUs with AMX tiles, where the bfloat16
+weights take products from ``AMX_DENSE_MIN_ROWS`` rows: a checked draft or a large decode batch.
 
 For inference only: a trainer needs its float32 policy (exact log-probs, live weights).
 
@@ -59,6 +60,12 @@ PREFILL_WEIGHTS = ("int4", "float32", "bfloat16")
 # Linears of SmolLM2-135M: on an AVX2 host float32/int4 time 1.43 at 32 rows, 0.81 at 64, 0.48
 # at 1,024; on a Zen 4 host bfloat16/int4 time 0.83 at 32 rows, 0.70 at 64, 0.44 at 1,024).
 DENSE_PREFILL_MIN_ROWS = 64
+# On an AMX host oneDNN's bfloat16 product is bound by the weights' bytes up to 16 rows (17.7 ms
+# for the 120 Linears at 1 row, 18.0 at 16) and outruns the int4 kernel from about 12 rows (int4/bfloat16
+# time 0.82 at 8 rows, 1.20 at 12, 1.37 at 13, 1.5-2.3 at 16; two runs of bench_linear_kernels, 2 cores). A prompt-lookup
+# draft check (12 drafted tokens and the last one: 13 rows) and a decode batch of 12 rows or more
+# then run through the bfloat16 weights too.
+AMX_DENSE_MIN_ROWS = 12
 
 
 def _int4_codes(weight: Any) -> tuple[Any, Any, Any]:
@@ -108,18 +115,25 @@ def default_prefill_weights() -> str:
     return "int4" if torch.backends.cpu.get_cpu_capability().startswith("AVX512") else "float32"
 
 
+def dense_min_rows(prefill_weights: str) -> int:
+    """Rows from which a product runs through the dense weights: ``AMX_DENSE_MIN_ROWS`` for bfloat16
+    weights on a CPU with AMX tiles, else ``DENSE_PREFILL_MIN_ROWS`` (prompts alone)."""
+    return AMX_DENSE_MIN_ROWS if prefill_weights == "bfloat16" and torch.cpu._is_amx_tile_supported() else DENSE_PREFILL_MIN_ROWS
+
+
 class Int4Linear(_BFloat16Kernel):
     """A ``torch.nn.Linear`` as 4-bit codes with one bfloat16 scale and minimum per 32 weights.
 
     ``prefill_weights`` other than ``"int4"`` keeps a dense copy for products of
-    ``DENSE_PREFILL_MIN_ROWS`` rows or more: ``"float32"`` the Linear's own weight (kept, not
-    copied) in float32 arithmetic, ``"bfloat16"`` the weight rounded to bfloat16 in the int4
-    kernel's bfloat16 arithmetic. Fewer rows always run the int4 kernel.
+    ``dense_min_rows`` rows or more (:func:`dense_min_rows`): ``"float32"`` the Linear's own
+    weight (kept, not copied) in float32 arithmetic, ``"bfloat16"`` the weight rounded to
+    bfloat16 in the int4 kernel's bfloat16 arithmetic. Fewer rows always run the int4 kernel.
     """
 
     def __init__(self, linear: Any, *, prefill_weights: str = "int4"):
         super().__init__(linear)
         self.prefill_weights = prefill_weights
+        self.dense_min_rows = dense_min_rows(prefill_weights)
         weight = linear.weight.detach()
         self.dense_weight = None if prefill_weights == "int4" else weight.bfloat16() if prefill_weights == "bfloat16" else weight
         codes, scale, minimum = _int4_codes(linear.weight)
@@ -130,12 +144,12 @@ class Int4Linear(_BFloat16Kernel):
         self.register_buffer("scales_and_zeros", torch.stack([scale, zero], -1).transpose(0, 1).contiguous().bfloat16())
 
     def forward(self, inputs: Any) -> Any:
-        if self.prefill_weights == "float32" and inputs.numel() >= DENSE_PREFILL_MIN_ROWS * inputs.shape[-1]:
+        if self.prefill_weights == "float32" and inputs.numel() >= self.dense_min_rows * inputs.shape[-1]:
             return torch.nn.functional.linear(inputs.float(), self.dense_weight, self.bias).to(inputs.dtype)
         return super().forward(inputs)
 
     def _matmul(self, inputs: Any) -> Any:
-        if self.prefill_weights == "bfloat16" and inputs.shape[0] >= DENSE_PREFILL_MIN_ROWS:
+        if self.prefill_weights == "bfloat16" and inputs.shape[0] >= self.dense_min_rows:
             return torch.nn.functional.linear(inputs, self.dense_weight)
         return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, self.packed, GROUP_SIZE, self.scales_and_zeros)
 

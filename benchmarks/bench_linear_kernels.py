@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
 
     def run_int4(inputs: dict[int, torch.Tensor]) -> None:
-        for (packed, scales), weight in zip(int4, weights):
-            torch.ops.aten._weight_int4pack_mm_for_cpu(inputs[weight.shape[1]], packed, GROUP_SIZE, scales)
+        for fused, weight in zip(int4, weights):
+            torch.ops.aten._weight_int4pack_mm_for_cpu(inputs[weight.shape[1]], fused.packed, GROUP_SIZE, fused.scales)
 
     bfloat16_weights = [weight.bfloat16() for weight in weights]
 

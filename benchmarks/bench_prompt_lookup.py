@@ -6,7 +6,9 @@ model call it makes is recorded (prompt and completion token ids). Then each rec
 replayed greedily in every variant, round by round and interleaved, so machine noise hits them
 alike: the engine with drafts off and with each of ``--lookup``'s draft lengths, and, when
 ``llama-cpp-python`` is installed, llama.cpp on the same GGUF and threads, plain and with its own
-``LlamaPromptLookupDecoding``; all of them decode on the main thread, one OpenMP team for both
+``LlamaPromptLookupDecoding``; where the CPU checks the headline's drafts through the bfloat16
+weights (AMX tiles: :data:`~langgraph_memagent.agents.quantization.AMX_DENSE_MIN_ROWS`), the same
+drafts checked through the int4 kernel as well (``..._int4_checks``); all of them decode on the main thread, one OpenMP team for both
 engines (llama.cpp's CPU backend shares torch's OpenMP runtime). Each call's prefill is timed inside it (the engine's prefill of
 the request; llama.cpp's time to its first token), so decode tokens per second are the
 completion tokens after the first over the rest of the call's time. Also reports how many replayed completions equal the recorded
@@ -80,6 +82,23 @@ def _engine_call(engine: Any, prefills: list[float], prompt: list[int], max_toke
     return time.perf_counter() - started, prefills[-1], completion.completion_token_ids
 
 
+def _int4_checking_step(model: Any) -> Any:
+    """A fused step of ``model`` whose every product runs the int4 kernel: draft checks as they ran
+    before CPUs with AMX tiles sent products of ``AMX_DENSE_MIN_ROWS`` rows to the bfloat16 weights."""
+    from langgraph_memagent.agents.fused_decode import create_decode_step
+    from langgraph_memagent.agents.quantization import DENSE_PREFILL_MIN_ROWS, Int4Linear
+
+    layers = [module for module in model.modules() if isinstance(module, Int4Linear)]
+    kept = [layer.dense_min_rows for layer in layers]
+    for layer in layers:
+        layer.dense_min_rows = DENSE_PREFILL_MIN_ROWS
+    try:
+        return create_decode_step(model)
+    finally:
+        for layer, rows in zip(layers, kept):
+            layer.dense_min_rows = rows
+
+
 def _llama_cpp_call(llm: Any, prompt: list[int], max_tokens: int) -> tuple[float, float, list[int]]:
     """One greedy call: its whole time, the time to its first token (the prefill) and its completion."""
     llm.reset()  # no prompt reuse from the call before
@@ -131,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from langgraph_memagent import load_chat_model
+    from langgraph_memagent.agents.quantization import Int4Linear
     from langgraph_memagent.evals.lengths import parse_length
 
     # Every variant decodes on this thread (serve_while), so one thread holds an OpenMP team:
@@ -145,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     max_tokens = 128  # MemAgent's memory budget; the final answer's calls stop well before it
     engines = {f"engine_lookup{tokens}" if tokens else "engine": tokens for tokens in [0, *args.lookup]}  # variant: draft tokens
     headline = f"engine_lookup{args.lookup[0]}"
+    fused_steps = {name: engine._fused_step for name in engines}
+    if min(module.dense_min_rows for module in engine.model.modules() if isinstance(module, Int4Linear)) <= args.lookup[0] + 1:
+        # This CPU checks the headline's drafts through the bfloat16 weights: the same drafts through the int4 kernel beside it.
+        engines[f"{headline}_int4_checks"] = args.lookup[0]
+        fused_steps[f"{headline}_int4_checks"] = _int4_checking_step(engine.model)
     prefills = _timing_prefill(engine)
     drafted = {name: [0, 0] for name in engines}  # variant: tokens drafted, tokens kept
     llamas = {  # MemAgent's prompts and replies fit 4,096 tokens
@@ -160,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in variants:
                 if name in engines:
                     before = engine.drafted_tokens, engine.accepted_tokens
+                    engine._fused_step = fused_steps[name]
                     seconds, prefill, tokens = _engine_call(engine, prefills, prompt, max_tokens, engines[name])
                     drafted[name][0] += engine.drafted_tokens - before[0]
                     drafted[name][1] += engine.accepted_tokens - before[1]
@@ -203,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{NAME}: {len(recorded)} MemAgent calls; engine with {args.lookup[0]}-token drafts vs without, decode "
         f"{ratios[f'{headline}_vs_engine']:.2f}x, the same completion in {agreement[f'{headline}_equal_to_engine']} of "
         f"{len(recorded)}; kept {result['kept_share_of_drafted'][headline]:.0%} of drafted tokens; "
+        + (f"checks through bfloat16 vs int4 {ratios[f'{headline}_vs_{headline}_int4_checks']:.2f}x; "
+           if f"{headline}_int4_checks" in engines else "")
         + (f"vs llama.cpp {ratios[f'{headline}_vs_llama_cpp']:.2f}x, vs llama.cpp with its lookup "
            f"{ratios[f'{headline}_vs_llama_cpp_lookup']:.2f}x; " if len(llamas) == 2 else f"llama.cpp: {result['llama_cpp']}; ")
         + f"other load {result['other_cpu_cores']:.2f} cores"

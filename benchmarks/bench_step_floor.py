@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from langgraph_memagent.agents._kv_slab import SlabLayer
     from langgraph_memagent.agents.embedded import embedded_model_dir
-    from langgraph_memagent.agents.fused_decode import _int4, create_decode_step
+    from langgraph_memagent.agents.fused_decode import _product, create_decode_step
     from langgraph_memagent.agents.quantization import quantize_for_cpu
 
     model = quantize_for_cpu(AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval(), "int4")
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def int4_products() -> None:
             for layer in step.layers:
-                _int4(hidden, layer.qkv), _int4(hidden, layer.output), _int4(hidden, layer.gate_up), _int4(activated, layer.down)
+                _product(hidden, layer.qkv), _product(hidden, layer.output), _product(hidden, layer.gate_up), _product(activated, layer.down)
 
         def attention() -> None:
             for layer, (keys, values) in zip(step.layers, caches):

@@ -88,6 +88,47 @@ def test_the_fused_step_checks_several_tokens_of_one_row_as_single_steps_would(i
             step(torch.ones(2, 3, dtype=torch.long), torch.ones(2, 49, dtype=torch.long), torch.arange(46, 49).repeat(2, 1), cache)
 
 
+@pytest.mark.embedded
+def test_on_an_amx_host_a_draft_check_runs_through_the_bfloat16_weights(embedded_model_dir, monkeypatch):
+    import copy
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from langgraph_memagent.agents._kv_slab import SlabLayer
+    from langgraph_memagent.agents.fused_decode import create_decode_step
+    from langgraph_memagent.agents.quantization import AMX_DENSE_MIN_ROWS, DENSE_PREFILL_MIN_ROWS, Int4Linear, quantize_for_cpu
+
+    float32 = AutoModelForCausalLM.from_pretrained(embedded_model_dir).eval()
+    int4 = quantize_for_cpu(copy.deepcopy(float32), "int4", prefill_weights="int4")
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    amx = quantize_for_cpu(copy.deepcopy(float32), "int4", prefill_weights="bfloat16")
+    layers = [module for module in amx.modules() if isinstance(module, Int4Linear)]
+    assert {layer.dense_min_rows for layer in layers} == {AMX_DENSE_MIN_ROWS} and AMX_DENSE_MIN_ROWS < DENSE_PREFILL_MIN_ROWS
+    torch.manual_seed(0)
+    # A context shorter than AMX_DENSE_MIN_ROWS: both models prefill it through the int4 kernel.
+    context, draft = torch.randint(100, 40_000, (1, 8)), torch.randint(100, 40_000, (1, DRAFT_TOKENS + 1))
+
+    def check(model, tokens):
+        """Logits of ``tokens`` checked at once by the model's fused step after ``context``."""
+        with torch.inference_mode():
+            cache = model(input_ids=context, use_cache=True).cache
+            cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
+            mask, positions = torch.ones(1, 8 + tokens.shape[1], dtype=torch.long), torch.arange(8, 8 + tokens.shape[1])[None]
+            return create_decode_step(model)(tokens, mask, positions, cache)[0]
+
+    # A check of 13 tokens runs the bfloat16 weights, as the model's own forward of them does: close to
+    # it (a product over 21 rows rounds differently from one over 13), the same greedy tokens.
+    with torch.inference_mode():
+        own = amx(input_ids=torch.cat([context, draft], 1)).logits[0, 8:]
+    through_bfloat16, through_int4 = check(amx, draft), check(int4, draft)
+    assert not torch.equal(through_bfloat16, through_int4)
+    assert torch.equal(through_bfloat16.argmax(-1), own.argmax(-1)) and (through_bfloat16 - own).abs().max() < 1.0
+    # Fewer rows than AMX_DENSE_MIN_ROWS (a short draft, a small decode batch): the int4 kernel, bit for bit.
+    short = draft[:, : AMX_DENSE_MIN_ROWS - 1]
+    assert torch.equal(check(amx, short), check(int4, short))
+
+
 def test_a_negative_or_fractional_draft_length_is_refused_by_name(embedded_model_dir):
     from langgraph_memagent.agents.local_model import LocalChatModel
     from langgraph_memagent.agents.sampling import SamplingParams
