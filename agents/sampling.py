@@ -22,6 +22,10 @@ from typing import Any
 from .calls import positive_int
 from .prompt_lookup import DRAFT_TOKENS
 
+# Tokens ranked for top_k and top_p before the whole vocabulary is: in a row whose cut falls
+# among them (any peaked distribution), sampling is exactly as with a full sort.
+RANKED_CANDIDATES = 1024
+
 
 @dataclass(frozen=True)
 class SamplingParams:
@@ -71,23 +75,70 @@ def _penalize_repetitions(logits: Any, params: Sequence[SamplingParams], histori
     return logits
 
 
-def _filtered_probabilities(logits: Any, params: Sequence[SamplingParams]) -> tuple[Any, Any]:
-    """Sampling probabilities per row, sorted, after temperature, top_k, top_p and min_p; and their token order."""
+def _filtered_probabilities(logits: Any, params: Sequence[SamplingParams]) -> tuple[Any, Any | None]:
+    """Sampling probabilities per row after temperature, top_k, top_p and min_p, unnormalised; and
+    the token each column stands for, or None where the columns are the vocabulary in order.
+
+    Only top_k and top_p need the tokens ranked, and then only the first
+    :data:`RANKED_CANDIDATES` in the rows whose cut falls among them (a 49,152-token sort costs
+    3.7 ms a row on 2 cores; this ranking, about 0.3 ms). Without either, nothing is ranked.
+    """
     import torch
 
     temperature = torch.tensor([p.temperature for p in params], device=logits.device).clamp(min=1e-6)[:, None]
-    probs, order = torch.softmax(logits / temperature, dim=-1).sort(dim=-1, descending=True)
-    if any(p.top_k for p in params):
-        top_k = torch.tensor([p.top_k or logits.shape[-1] for p in params], device=logits.device)[:, None]
-        probs = probs.masked_fill(torch.arange(logits.shape[-1], device=logits.device)[None, :] >= top_k, 0.0)
-        probs = probs / probs.sum(dim=-1, keepdim=True)  # top_p then sees the kept tokens' mass, as in transformers
-    top_p = torch.tensor([p.top_p for p in params], device=logits.device)[:, None]
-    # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
-    probs = probs.masked_fill((probs.cumsum(dim=-1) - probs) >= top_p, 0.0)
+    probs, order = torch.softmax(logits / temperature, dim=-1), None
+    if any(p.top_k or p.top_p < 1 for p in params):
+        probs, order = _ranked(probs, params)
+        if any(p.top_k for p in params):
+            top_k = torch.tensor([p.top_k or probs.shape[-1] for p in params], device=logits.device)[:, None]
+            probs = probs.masked_fill(torch.arange(probs.shape[-1], device=logits.device)[None, :] >= top_k, 0.0)
+            probs = probs / probs.sum(dim=-1, keepdim=True)  # top_p then sees the kept tokens' mass, as in transformers
+        top_p = torch.tensor([p.top_p for p in params], device=logits.device)[:, None]
+        # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
+        probs = probs.masked_fill((probs.cumsum(dim=-1) - probs) >= top_p, 0.0)
     if any(p.min_p for p in params):
         min_p = torch.tensor([p.min_p for p in params], device=logits.device)[:, None]
-        probs = probs.masked_fill(probs < min_p * probs[:, :1], 0.0)
+        probs = probs.masked_fill(probs < min_p * probs.amax(dim=-1, keepdim=True), 0.0)
     return probs, order
+
+
+def _ranked(probs: Any, params: Sequence[SamplingParams]) -> tuple[Any, Any]:
+    """The rows' tokens from the most likely on (probabilities and token ids): the first
+    :data:`RANKED_CANDIDATES` and zeros after them where these hold the row's top_k or top_p
+    cut, the whole vocabulary sorted in the rows where they do not."""
+    import torch
+
+    head, order = probs.topk(min(RANKED_CANDIDATES, probs.shape[-1]), dim=-1)
+    if head.shape[-1] == probs.shape[-1]:
+        return head, order
+    # A row's cut lies among the candidates if its top_k does, or, without a top_k (whose mass would
+    # renormalise top_p's), if their mass already reaches its top_p. A greedy row draws nothing.
+    mass = head.sum(dim=-1).tolist()
+    wide = [
+        not (p.temperature == 0 or (p.top_k <= head.shape[-1] if p.top_k else p.top_p < 1 and reached >= p.top_p))
+        for p, reached in zip(params, mass)
+    ]
+    if not any(wide):
+        return head, order
+    ranked, ranked_order = torch.zeros_like(probs), torch.zeros(probs.shape, dtype=order.dtype, device=probs.device)
+    ranked[:, : head.shape[-1]], ranked_order[:, : head.shape[-1]] = head, order  # a zero column is never drawn
+    wide = torch.tensor(wide, device=probs.device)
+    ranked[wide], ranked_order[wide] = probs[wide].sort(dim=-1, descending=True)
+    return ranked, ranked_order
+
+
+def _draw(probs: Any) -> Any:
+    """One column per row, in proportion to ``probs`` (rows, columns; unnormalised, zeros never drawn).
+
+    Inverse-CDF in float64: one uniform number a row and a binary search, 0.05 ms a row where
+    ``torch.multinomial`` takes 1.2 ms over 49,152 tokens on 2 cores.
+    """
+    import torch
+
+    cumulative = probs.double().cumsum(dim=-1)
+    threshold = torch.rand((probs.shape[0], 1), dtype=torch.float64, device=probs.device) * cumulative[:, -1:]
+    # right=True: the first column whose cumulative mass exceeds the threshold, so a zero column is never it.
+    return torch.searchsorted(cumulative, threshold, right=True).clamp_(max=probs.shape[-1] - 1).squeeze(-1)
 
 
 def next_tokens(logits: Any, params: Sequence[SamplingParams], histories: Sequence[Iterable[int]]) -> list[int]:
@@ -103,7 +154,9 @@ def next_tokens(logits: Any, params: Sequence[SamplingParams], histories: Sequen
     if all(p.temperature == 0 for p in params):
         return greedy.tolist()
     probs, order = _filtered_probabilities(logits, params)
-    sampled = order.gather(-1, torch.multinomial(probs, 1)).squeeze(-1)
+    sampled = _draw(probs)
+    if order is not None:
+        sampled = order.gather(-1, sampled[:, None]).squeeze(-1)
     temperature = torch.tensor([p.temperature for p in params], device=logits.device)
     return torch.where(temperature == 0, greedy, sampled).tolist()
 

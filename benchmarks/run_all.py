@@ -3,7 +3,7 @@
 ``python -m benchmarks.run_all`` (``make bench``). Each benchmark runs in its own
 interpreter so one's memory and threads cannot disturb the next; results land in
 ``benchmarks/results/<name>.json``. Took about 14 minutes on 2 idle cores of the earlier benchmark host, before bench_decode compiled its
-``compiled`` variant (about 4 minutes more the first time) and bench_step_floor (about a minute) joined.
+``compiled`` variant (about 4 minutes more the first time), bench_step_floor (about a minute) and bench_sampling (about 6 minutes) joined.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 BENCHMARKS = (
-    "bench_chunking", "bench_orchestration", "bench_linear_kernels", "bench_decode", "bench_prompt_lookup", "bench_step_floor", "bench_batching",
+    "bench_chunking", "bench_orchestration", "bench_linear_kernels", "bench_decode", "bench_prompt_lookup", "bench_step_floor", "bench_sampling",
+    "bench_batching",
 )
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -461,43 +461,6 @@ def test_fused_decode_step_gives_the_models_own_logits_bit_for_bit(embedded_mode
     assert LocalChatModel(model_path=str(embedded_model_dir)).engine.decode_path == "transformers"
 
 
-def test_top_k_top_p_min_p_and_repetition_penalty_match_transformers_processors():
-    import torch
-    from transformers.generation.logits_process import (
-        MinPLogitsWarper,
-        RepetitionPenaltyLogitsProcessor,
-        TemperatureLogitsWarper,
-        TopKLogitsWarper,
-        TopPLogitsWarper,
-    )
-
-    from langgraph_memagent.agents.sampling import SamplingParams, _filtered_probabilities, _penalize_repetitions
-
-    torch.manual_seed(0)
-    logits, seen = torch.randn(3, 50) * 3, [[1, 2, 3], [], [4, 4, 9]]
-    settings = [dict(top_k=5, top_p=0.9, min_p=0.0, repetition_penalty=1.3), dict(top_k=0, top_p=0.8, min_p=0.1, repetition_penalty=1.0),
-                dict(top_k=20, top_p=1.0, min_p=0.05, repetition_penalty=0.7)]
-    params = [SamplingParams(max_tokens=8, temperature=0.8, **setting) for setting in settings]
-    ours, order = _filtered_probabilities(_penalize_repetitions(logits.clone(), params, seen), params)
-    ours = torch.zeros_like(ours).scatter(-1, order, ours)
-    for row, setting in enumerate(settings):
-        expected = logits[row : row + 1].clone()
-        processors = [RepetitionPenaltyLogitsProcessor(setting["repetition_penalty"]), TemperatureLogitsWarper(0.8)]
-        processors += [TopKLogitsWarper(setting["top_k"])] if setting["top_k"] else []
-        processors += [TopPLogitsWarper(setting["top_p"])] if setting["top_p"] < 1 else []
-        processors += [MinPLogitsWarper(setting["min_p"])] if setting["min_p"] else []
-        history = torch.tensor([seen[row] or [0]])
-        for processor in processors:
-            if isinstance(processor, RepetitionPenaltyLogitsProcessor) and not seen[row]:
-                continue
-            expected = processor(history, expected)
-        assert torch.allclose(ours[row] / ours[row].sum(), torch.softmax(expected, -1)[0], atol=1e-6), setting
-    with pytest.raises(ValueError, match="top_k must be an integer >= 0 .* got -1"):
-        SamplingParams(max_tokens=8, temperature=1.0, top_p=1.0, top_k=-1)
-    with pytest.raises(ValueError, match=r"min_p must be in \[0, 1\] .* got 1.5"):
-        SamplingParams(max_tokens=8, temperature=1.0, top_p=1.0, min_p=1.5)
-
-
 @pytest.mark.embedded
 def test_closing_the_engine_fails_unfinished_requests_and_refuses_new_ones(embedded_model_dir):
     from langgraph_memagent.agents.batched_generator import BatchedGenerator
