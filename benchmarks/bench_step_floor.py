@@ -7,7 +7,8 @@ own fused weights and a cache of ``--cached`` tokens, beside the whole eager ste
 round by round. Their sum bounds the step from below, whatever removes the small operations
 (``compile_decode``), so ``rows x batch-1 step / kernel floor at rows`` is the most a batch can
 gain over one row with these kernels on this machine: reported against today's eager batch-1
-step, and against a batch-1 step reduced to its own kernels.
+step, and against a batch-1 step reduced to its own kernels. Timed beside them, not part of the
+floor: the same attention over a bfloat16 cache, which the engine does not keep.
 
 ``python -m benchmarks.bench_step_floor`` (about a minute on 2 cores).
 """
@@ -63,6 +64,15 @@ def main(argv: list[str] | None = None) -> int:
             for layer, (keys, values) in zip(step.layers, caches):
                 F.scaled_dot_product_attention(query, keys, values, scale=layer.scaling, enable_gqa=True)
 
+        # Not the engine's: the same attention over a bfloat16 cache (half the bytes read), the floor a
+        # bfloat16 KV cache would lower to.
+        caches_bfloat16 = [[states.to(torch.bfloat16) for states in cache] for cache in caches]
+        query_bfloat16 = query.to(torch.bfloat16)
+
+        def attention_bfloat16_cache() -> None:
+            for layer, (keys, values) in zip(step.layers, caches_bfloat16):
+                F.scaled_dot_product_attention(query_bfloat16, keys, values, scale=layer.scaling, enable_gqa=True)
+
         prompt = torch.randint(100, 40_000, (rows, args.cached))
         cache = model(input_ids=prompt, use_cache=True, logits_to_keep=1).cache
         cache.layers[:] = [SlabLayer(layer.keys, layer.values) for layer in cache.layers]
@@ -74,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             state["position"] += 1
 
         return {"int4_products": int4_products, "output_projection": lambda: model.lm_head(hidden), "attention": attention,
-                "eager_step": whole_step}
+                "attention_bfloat16_cache": attention_bfloat16_cache, "eager_step": whole_step}
 
     load, times = OtherLoad(), {}
     with torch.inference_mode():
