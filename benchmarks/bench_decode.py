@@ -30,7 +30,11 @@ from ._common import OtherLoad, write_result
 
 NAME = "bench_decode"
 VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4", "engine", "compiled")  # how a step runs, then the weights when not float32
-LLAMA_CPP_INSTALL = "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed)"
+LLAMA_CPP_INSTALL = (
+    "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed; where a native "
+    "build dies with 'Illegal instruction', as on a VM reporting AMX, build with CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" and the "
+    "instruction sets to use: BENCHMARKS.md section 10)"
+)
 
 
 def _decode_steps(model: Any, prompt: Any, steps: int, *, slab: bool, fused: Any = None) -> tuple[list[float], float]:
@@ -74,8 +78,11 @@ def llama_cpp_model(context_tokens: int, *, logits_all: bool = True, draft_token
     try:
         import llama_cpp
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-    except ImportError:
-        return None
+    except ImportError as error:
+        if error.name == "llama_cpp":
+            return None
+        # Installed with --no-deps, it imports packages of its own (diskcache): not "not installed".
+        raise SystemExit(f"llama-cpp-python is installed but does not import: {error}; install {error.name!r}") from None
     import torch
 
     from langgraph_memagent.agents.embedded import smollm2_gguf_path
