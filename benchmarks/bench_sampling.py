@@ -87,6 +87,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="another version of agents/sampling.py timed beside the two, e.g. an earlier commit's "
                              "(git show COMMIT:agents/sampling.py > FILE)")
     args = parser.parse_args(argv)
+    if not all(part.strip().isdigit() and int(part) > 0 for part in args.rows.split(",")):
+        parser.error(f"--rows must be positive row counts separated by commas, such as 1,8,32; got {args.rows!r}")
+    for option in ("rounds", "repeats", "engine_rows", "tokens"):
+        if getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1, got {getattr(args, option)}")
+    if args.baseline_sampler and not Path(args.baseline_sampler).is_file():
+        parser.error(f"--baseline-sampler must name a file holding a version of agents/sampling.py, got {args.baseline_sampler!r}")
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
