@@ -42,18 +42,27 @@ REPORTED = ("memory_items", "memory_recall", "valid_call_rate", "searches", "ret
 
 
 def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) -> dict[str, Any]:
-    """``shortcut_checks`` on the answers' F1 (AgeMem's reward pays for context edits without any answer), and the
-    rollouts whose answer scores although no stored item holds an evidence turn: the answer came from elsewhere.
+    """``shortcut_checks`` on the answers' F1 (AgeMem's reward pays for context edits without any answer); the
+    rollouts whose answer scores although no stored item holds an evidence turn (the answer came from elsewhere);
+    and the scoring answers beside the exact ones, since F1 pays an echo around the gold in part.
 
     >>> records = [{"answers": ["No"]}, {"answers": ["Oslo"]}, {"answers": ["May"]}]
-    >>> answer_shortcuts(records, {"rewards": [0.9, 0.5, 0.1], "measures": [{"f1": 1.0, "memory_recall": 0.0, "searches": 0},
+    >>> answer_shortcuts(records, {"rewards": [0.9, 0.5, 0.1], "answers": ["no", "in Oslo", "June"],
+    ...     "measures": [{"f1": 1.0, "memory_recall": 0.0, "searches": 0},
     ...     {"f1": 0.5, "memory_recall": 1.0, "searches": 1}, {"f1": 0.0, "memory_recall": 0.0, "searches": 0}]})
-    {'yes_no_questions': 1, 'f1_without_yes_no': 25.0, 'scoring_answers_without_search': 1, 'scoring_answers_without_evidence_in_memory': 1}
+    {'yes_no_questions': 1, 'f1_without_yes_no': 25.0, 'scoring_answers_without_search': 1, 'scoring_answers_without_evidence_in_memory': 1, 'scoring_answers': 2, 'exact_answers': 1}
     """
+    from langgraph_memagent.evals.scoring import exact_match
+
     measures = evaluation["measures"]
+    rollouts = len(measures) // len(records)
+    golds = [record["answers"] for record in records for _ in range(rollouts)]
     return {
         **shortcut_checks(records, {**evaluation, "rewards": [m["f1"] for m in measures]}),
         "scoring_answers_without_evidence_in_memory": sum(m["f1"] > 0 and not m["memory_recall"] for m in measures),
+        "scoring_answers": sum(m["f1"] > 0 for m in measures),
+        "exact_answers": sum(any(exact_match(answer or "", gold) for gold in gold_answers)
+                             for answer, gold_answers in zip(evaluation["answers"], golds)),
     }
 
 
@@ -137,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             if "reward_points" in changes:
                 reward_text += f" ({changes['reward_points']['change']:+.1f} ± {changes['reward_points']['standard_error']:.1f})"
             print(f"{name}, {decoding}: {reward_text}; " + ", ".join(parts)
-                  + f"; scoring answers without evidence in memory {shortcuts['scoring_answers_without_evidence_in_memory']}, "
-                  f"without a retrieval {shortcuts['scoring_answers_without_search']}")
+                  + f"; scoring answers {shortcuts['scoring_answers']} ({shortcuts['exact_answers']} exact), without evidence in "
+                  f"memory {shortcuts['scoring_answers_without_evidence_in_memory']}, without a retrieval {shortcuts['scoring_answers_without_search']}")
     print(f"other load {load.cores():.2f} cores")
     return 0
 

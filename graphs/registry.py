@@ -104,8 +104,9 @@ class GraphOptions:
     agemem_answer_mode: str = field(
         default="free",
         metadata={"help": "AgeMem: 'free' (AgeMem paper: the model decides how to answer), 'retrieve' (ours, for small models: "
-                  "stage 3's first turn after the question is a forced retrieve_memory call whose query the model writes) or "
-                  "'retrieve-submit' (ours: that call, then the answer as a forced submit_answer call, SUMER's short-answer tool).",
+                  "stage 3's first turn after the question is a forced retrieve_memory call whose query the model writes), "
+                  "'retrieve-submit' (ours: that call, then the answer as a forced submit_answer call, SUMER's short-answer tool) or "
+                  "'retrieve-extract' (ours: as 'retrieve-submit', the answer a span of the retrieval's reply, or yes or no).",
                   "choices": ANSWER_MODES},
     )
     agemem_retrieve_reply: str = field(

@@ -21,6 +21,7 @@ from langgraph_memagent.baselines.agemem import (
     validate_transcript,
 )
 
+from langgraph_memagent.baselines.agemem.tools import answer_spans
 from tests.scripted_model import ScriptedToolModel, tool_call
 
 LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
@@ -504,6 +505,37 @@ def test_embedded_model_in_retrieve_submit_mode_submits_a_forced_answer_call(gre
     assert "<tool_call>" not in out["response"] and len(out["response"]) <= 160  # the argument, bounded by the grammar
 
 
+@pytest.mark.parametrize("max_turns", [2, 1])  # the stage's second turn, or the forced answer
+def test_retrieve_extract_mode_offers_the_spans_of_the_retrieval_reply_as_the_answer(max_turns):
+    """answer_mode="retrieve-extract": the submit_answer call's answer is an enum of the retrieved line's spans, yes and no."""
+    offered = []
+
+    def submit(messages, tools):
+        offered.append(tools[0]["function"]["parameters"]["properties"]["answer"]["enum"])
+        return calls(tool_call("submit_answer", "s1", answer="Oslo"))
+
+    retrieve = calls(tool_call("retrieve_memory", "r1", query="Where does Ann live?"))
+    model = ScriptedToolModel(responder=lambda messages, tools: submit(messages, tools) if tool_replies(messages) else retrieve)
+    graph = build_agemem_qa_graph(model, store=default_agemem_store(WordHashEmbeddings()), distractor_messages=0,
+                                  max_turns_per_message=max_turns, tokenizer=WordCodec(), answer_mode="retrieve-extract",
+                                  retrieve_reply="best")
+    out = graph.invoke({"question": "Where does Ann live?", "document": "unused", "memory": ["Ann: Ann lives in Oslo."]})
+    assert out["answer"] == "Oslo" and out["stop_reasons"]["answer"] == "submitted"
+    assert offered == [answer_spans("Ann: Ann lives in Oslo.")] and "lives in Oslo" in offered[0] and offered[0][-2:] == ["yes", "no"]
+    assert "call submit_answer with a short answer" in model.calls[-1][0].text
+
+
+@pytest.mark.embedded
+def test_embedded_model_in_retrieve_extract_mode_answers_with_a_span_of_what_it_retrieved(greedy_model):
+    """Decoded under the enum's grammar, the embedded model's answer is one of the retrieved line's spans."""
+    given = ["Bo: I ran a marathon in Oslo last week.", "Ann: I adopted a cat named Miso."]
+    graph = build_agemem_qa_graph(greedy_model, store=default_agemem_store(WordHashEmbeddings()), distractor_messages=0,
+                                  max_turns_per_message=1, turn_tokens=64, answer_mode="retrieve-extract", retrieve_reply="best")
+    out = graph.invoke({"question": "Where did Bo run a marathon?", "document": "unused", "memory": given})
+    retrieved = [operation for operation in out["memory_operations"] if operation["tool"] == "retrieve_memory"][0]["retrieved"]
+    assert out["stop_reasons"]["answer"] == "submitted" and out["answer"] in answer_spans(retrieved[0]), (out["answer"], retrieved)
+
+
 def test_an_unknown_answer_mode_is_refused_in_one_line():
-    with pytest.raises(ValueError, match=r"answer_mode must be one of \['free', 'retrieve', 'retrieve-submit'\], got 'guess'"):
+    with pytest.raises(ValueError, match=r"answer_mode must be one of \['free', 'retrieve', 'retrieve-submit', 'retrieve-extract'\], got 'guess'"):
         build_agemem_graph(scripted("ok"), store=InMemoryStore(), answer_mode="guess")

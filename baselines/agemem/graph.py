@@ -67,6 +67,7 @@ from .tools import (
     UpdateMemoryArgs,
     agemem_tools,
     line_choice_tools,
+    span_choice_submit_tool,
     submit_answer_tool,
 )
 
@@ -164,14 +165,10 @@ class _AgeMemSteps:
                 max_tokens=config.turn_tokens)
             if config.answer_mode != "free" else None
         )
-        self.submit_model = (
-            model.bind_tools([submit_answer_tool()], tool_choice="required").bind(max_tokens=config.turn_tokens)
-            if config.answer_mode == "retrieve-submit" else None
-        )
-        self.force_model = self.submit_model or model.bind(max_tokens=config.turn_tokens)
-        self.force_prompt = FORCE_SUBMIT_PROMPT if self.submit_model is not None else FORCE_ANSWER_PROMPT
-        self.instructions = {
-            **STAGE_INSTRUCTIONS, **({"answer": SUBMIT_ANSWER_INSTRUCTION} if self.submit_model is not None else {})}
+        self.submits = config.answer_mode in ("retrieve-submit", "retrieve-extract")
+        self.answer_model = model.bind(max_tokens=config.turn_tokens)
+        self.force_prompt = FORCE_SUBMIT_PROMPT if self.submits else FORCE_ANSWER_PROMPT
+        self.instructions = {**STAGE_INSTRUCTIONS, **({"answer": SUBMIT_ANSWER_INSTRUCTION} if self.submits else {})}
         self.store = store
         self.embeddings = embeddings
         self.config = config
@@ -268,7 +265,7 @@ class _AgeMemSteps:
 
     def _turn_model(self, state: AgeMemState) -> Any:
         if state["message_turns"] > 0:
-            return self.submit_model if self.submit_model is not None and state["stage"] == "answer" else self.tool_model
+            return self._submit_model(state) if self.submits and state["stage"] == "answer" else self.tool_model
         if self.config.write_mode == "line" and state["stage"] == "build":
             # The message just delivered is the last one; its lines are the only contents this call may store.
             tools = line_choice_tools(state["messages"][-1].text)
@@ -277,6 +274,18 @@ class _AgeMemSteps:
         if self.retrieve_model is not None and state["stage"] == "answer":
             return self.retrieve_model
         return self.first_turn_model
+
+    def _submit_model(self, state: AgeMemState) -> Any:
+        """The forced ``submit_answer`` call; under "retrieve-extract" its answer is a span of stage 3's tool replies."""
+        tool = submit_answer_tool()
+        if self.config.answer_mode == "retrieve-extract":
+            question_at = max(i for i, message in enumerate(state["messages"]) if isinstance(message, HumanMessage))
+            replies = [message.text for message in state["messages"][question_at:] if isinstance(message, ToolMessage)]
+            tool = span_choice_submit_tool("\n".join(replies))
+        return self.model.bind_tools([tool], tool_choice="required").bind(max_tokens=self.config.turn_tokens)
+
+    def _force_model(self, state: AgeMemState) -> Any:
+        return self._submit_model(state) if self.submits else self.answer_model
 
     def agent(self, state: AgeMemState) -> dict[str, Any]:
         prompt, removals, trims = self._prompt(state)
@@ -299,9 +308,9 @@ class _AgeMemSteps:
     def _after_force(self, state: AgeMemState, request: HumanMessage, reply: BaseMessage) -> dict[str, Any]:
         group_id = f"g{state['next_group'] + 1}"
         reported = getattr(reply, "usage_metadata", None) or {}
-        # The reply is text, or under answer_mode "retrieve-submit" the submit_answer call that ends the
+        # The reply is text, or under the submitting answer modes the submit_answer call that ends the
         # stage; any other tool-call fields would be unanswerable here.
-        submit = [call for call in getattr(reply, "tool_calls", None) or () if call["name"] == SUBMIT_TOOL][:1] if self.submit_model else []
+        submit = [call for call in getattr(reply, "tool_calls", None) or () if call["name"] == SUBMIT_TOOL][:1] if self.submits else []
         message = AIMessage(content=reply.content, tool_calls=submit, id=group_id, usage_metadata=reported or None,
                             response_metadata=getattr(reply, "response_metadata", {}))
         return {
@@ -313,11 +322,11 @@ class _AgeMemSteps:
 
     def force_answer(self, state: AgeMemState) -> dict[str, Any]:
         request, prompt = self._force_prompt(state)
-        return self._after_force(state, request, call_model(self.force_model, prompt, "AgeMem forced answer", self.model))
+        return self._after_force(state, request, call_model(self._force_model(state), prompt, "AgeMem forced answer", self.model))
 
     async def aforce_answer(self, state: AgeMemState) -> dict[str, Any]:
         request, prompt = self._force_prompt(state)
-        return self._after_force(state, request, await acall_model(self.force_model, prompt, "AgeMem forced answer", self.model))
+        return self._after_force(state, request, await acall_model(self._force_model(state), prompt, "AgeMem forced answer", self.model))
 
     # tools ------------------------------------------------------------------------------------
     def tools(self, state: AgeMemState, runtime: Runtime[Any]) -> dict[str, Any]:
@@ -533,6 +542,8 @@ def build_agemem_graph(
             ``"retrieve-submit"`` (ours) follows that call with a forced ``submit_answer`` call
             (SUMER's tool, asking for a short answer), as the stage's later turns and as the
             forced answer: the stage ends ``"submitted"`` with its argument as the response.
+            ``"retrieve-extract"`` (ours) narrows that argument to a span of up to five words of
+            the stage's tool replies, or yes or no (:func:`.tools.span_choice_submit_tool`).
         retrieve_reply: ``"scored"`` (default): a ``retrieve_memory`` call returns up to its ``k``
             items, one per line with id, score and tags; ``"best"`` (ours, for small models): it
             returns the best item's content alone, so the answer turn reads one short line.

@@ -111,9 +111,10 @@ def agemem_tools() -> list[dict[str, Any]]:
 WRITE_MODES = ("free", "line")
 """How stage 1 writes memory: as the model decides (AgeMem), or one line of each arriving message (ours)."""
 
-ANSWER_MODES = ("free", "retrieve", "retrieve-submit")
+ANSWER_MODES = ("free", "retrieve", "retrieve-submit", "retrieve-extract")
 """How stage 3 runs: as the model decides (AgeMem); or with a forced ``retrieve_memory`` call first (ours);
-or that call, then a forced ``submit_answer`` call whose argument is the answer (ours, SUMER's answer form)."""
+or that call, then a forced ``submit_answer`` call whose argument is the answer (ours, SUMER's answer form);
+or that call with its answer narrowed to a span of the retrieval's reply, or yes or no (ours, extractive)."""
 
 
 RETRIEVE_REPLIES = ("scored", "best")
@@ -128,6 +129,42 @@ def submit_answer_tool() -> dict[str, Any]:
     ['answer']
     """
     return sumer_tools()[1]
+
+
+# The longest answer span, in words: LoCoMo-style gold answers are short ("the cello", "7 May 2023").
+MAX_SPAN_WORDS = 5
+
+
+def answer_spans(text: str, max_words: int = MAX_SPAN_WORDS) -> list[str]:
+    """The distinct runs of 1 to ``max_words`` consecutive words of ``text``, then ``yes`` and ``no``.
+
+    Words are split on white space and lose the punctuation at their ends, as answer F1 ignores it.
+
+    >>> answer_spans("Bo: I run.", max_words=2)
+    ['Bo', 'Bo I', 'I', 'I run', 'run', 'yes', 'no']
+    """
+    words = [word for word in (token.strip(".,;:!?\"'()[]") for token in text.split()) if word]
+    spans = (" ".join(words[start:start + size]) for start in range(len(words)) for size in range(1, max_words + 1)
+             if start + size <= len(words))
+    return list(dict.fromkeys([*spans, "yes", "no"]))
+
+
+def span_choice_submit_tool(text: str) -> dict[str, Any]:
+    """``submit_answer`` with its ``answer`` narrowed to :func:`answer_spans` of ``text`` (``answer_mode="retrieve-extract"``).
+
+    A small model asked for a short answer writes a sentence around what it read; here every
+    answer, greedy or sampled, is a span of what its own query retrieved, so it can match a gold.
+
+    >>> tool = span_choice_submit_tool("Miso.")["function"]
+    >>> tool["name"], tool["parameters"]["properties"]["answer"]["enum"]
+    ('submit_answer', ['Miso', 'yes', 'no'])
+    """
+    tool = submit_answer_tool()
+    function = tool["function"]
+    answer = {**function["parameters"]["properties"]["answer"], "enum": answer_spans(text)}
+    function = {**function, "parameters": {**function["parameters"], "properties": {"answer": answer}, "required": ["answer"]}}
+    return {**tool, "function": function}
+
 
 # A stored line is cut to this many characters, so a forced call always fits its turn's tokens.
 MAX_LINE_CHARS = 160
@@ -178,7 +215,7 @@ STAGE_INSTRUCTIONS: dict[str, str] = {
         "text only, giving the final answer in \\boxed{}."
     ),
 }
-# Stage 3's instruction when its answer is a submit_answer call (answer_mode "retrieve-submit").
+# Stage 3's instruction when its answer is a submit_answer call (answer_mode "retrieve-submit" or "retrieve-extract").
 SUBMIT_ANSWER_INSTRUCTION = (
     f"Stage 3 of 3: a question arrives. Use retrieve_memory to find what you stored, then call {SUBMIT_TOOL} "
     "with a short answer."
