@@ -20,8 +20,8 @@ from langgraph_memagent.baselines.agemem import (
     run_agemem_protocol,
     validate_transcript,
 )
-
 from langgraph_memagent.baselines.agemem.tools import answer_spans
+
 from tests.scripted_model import ScriptedToolModel, tool_call
 
 LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"

@@ -153,6 +153,7 @@ class _AgeMemSteps:
     def __init__(self, model: BaseChatModel, store: BaseStore, embeddings: Embeddings | None, config: AgeMemConfig,
                  tokenizer: Any, namespace_root: str):
         self.model = model
+        self.config = config
         self.tool_model = model.bind_tools(agemem_tools()).bind(max_tokens=config.turn_tokens)
         # A small model left to choose never called a memory tool (0 items in 16 of 16 LoCoMo
         # questions): with "required" the first turn after each message must be a call.
@@ -166,12 +167,13 @@ class _AgeMemSteps:
             if config.answer_mode != "free" else None
         )
         self.submits = config.answer_mode in ("retrieve-submit", "retrieve-extract")
+        # "retrieve-submit" binds its tool once; "retrieve-extract" binds one per call, its enum being that call's spans.
+        self.submit_model = self._bind_submit(submit_answer_tool()) if config.answer_mode == "retrieve-submit" else None
         self.answer_model = model.bind(max_tokens=config.turn_tokens)
         self.force_prompt = FORCE_SUBMIT_PROMPT if self.submits else FORCE_ANSWER_PROMPT
         self.instructions = {**STAGE_INSTRUCTIONS, **({"answer": SUBMIT_ANSWER_INSTRUCTION} if self.submits else {})}
         self.store = store
         self.embeddings = embeddings
-        self.config = config
         self.tokenizer = tokenizer
         self._codec: TokenCodec | None = None
         self.namespace_root = namespace_root
@@ -275,14 +277,16 @@ class _AgeMemSteps:
             return self.retrieve_model
         return self.first_turn_model
 
+    def _bind_submit(self, tool: dict[str, Any]) -> Any:
+        return self.model.bind_tools([tool], tool_choice="required").bind(max_tokens=self.config.turn_tokens)
+
     def _submit_model(self, state: AgeMemState) -> Any:
         """The forced ``submit_answer`` call; under "retrieve-extract" its answer is a span of stage 3's tool replies."""
-        tool = submit_answer_tool()
-        if self.config.answer_mode == "retrieve-extract":
-            question_at = max(i for i, message in enumerate(state["messages"]) if isinstance(message, HumanMessage))
-            replies = [message.text for message in state["messages"][question_at:] if isinstance(message, ToolMessage)]
-            tool = span_choice_submit_tool("\n".join(replies))
-        return self.model.bind_tools([tool], tool_choice="required").bind(max_tokens=self.config.turn_tokens)
+        if self.submit_model is not None:
+            return self.submit_model
+        question_at = max(i for i, message in enumerate(state["messages"]) if isinstance(message, HumanMessage))
+        replies = [message.text for message in state["messages"][question_at:] if isinstance(message, ToolMessage)]
+        return self._bind_submit(span_choice_submit_tool("\n".join(replies)))
 
     def _force_model(self, state: AgeMemState) -> Any:
         return self._submit_model(state) if self.submits else self.answer_model

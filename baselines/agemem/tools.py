@@ -160,10 +160,14 @@ def span_choice_submit_tool(text: str) -> dict[str, Any]:
     ('submit_answer', ['Miso', 'yes', 'no'])
     """
     tool = submit_answer_tool()
-    function = tool["function"]
-    answer = {**function["parameters"]["properties"]["answer"], "enum": answer_spans(text)}
-    function = {**function, "parameters": {**function["parameters"], "properties": {"answer": answer}, "required": ["answer"]}}
-    return {**tool, "function": function}
+    return {**tool, "function": _one_enum_argument(tool["function"], "answer", answer_spans(text))}
+
+
+def _one_enum_argument(function: dict[str, Any], argument: str, values: list[str]) -> dict[str, Any]:
+    """``function`` taking ``argument`` alone, narrowed to ``values`` (the grammar then allows nothing else)."""
+    schema = {key: value for key, value in function["parameters"]["properties"][argument].items() if key != "minLength"}
+    parameters = {**function["parameters"], "properties": {argument: {**schema, "enum": values}}, "required": [argument]}
+    return {**function, "parameters": parameters}
 
 
 # A stored line is cut to this many characters, so a forced call always fits its turn's tokens.
@@ -192,10 +196,7 @@ def line_choice_tools(message: str) -> list[dict[str, Any]]:
     (['Ann: Hi.', 'Bo: I run on Sundays.'], ['content'])
     """
     tools = agemem_tools()
-    add = tools[0]["function"]
-    content = {**add["parameters"]["properties"]["content"], "enum": message_lines(message)}
-    content.pop("minLength", None)
-    add["parameters"] = {**add["parameters"], "properties": {"content": content}, "required": ["content"]}
+    tools[0]["function"] = _one_enum_argument(tools[0]["function"], "content", message_lines(message))
     return tools
 
 
