@@ -94,8 +94,8 @@ FIGURES = Path(__file__).resolve().parent / "figures"
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 # Tool-use measures compared before and after (training.tool_use), in the order printed.
 TOOL_MEASURES = ("f1", "evidence_recall", "searches", "submitted", "valid_call_rate", "invalid_tool_calls", "memory_items", "memory_recall", "retrieval_recall")
-# Measures compared by question group (category, position): the answer and the searches.
-GROUP_MEASURES = ("f1", "evidence_recall")
+# Measures compared by question group (category, position): the answer, SUMER's searches and AgeMem's retrievals.
+GROUP_MEASURES = ("f1", "evidence_recall", "retrieval_recall")
 # The answers a policy that never reads could give to every question.
 YES_NO = ("yes", "no")
 # Config fields the held-out evaluation depends on, and those that only shape training.

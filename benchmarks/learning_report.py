@@ -22,9 +22,21 @@ had found their evidence line; and the F1 change no shortcut explains
 The questions are regenerated from each run's settings (split seed, question count), so
 nothing but the results files is needed.
 
+It also reads the episode benchmarks' files (``bench_sumer_episodes``, ``bench_agemem_episodes``):
+each file is one run, an adapter compared with the untrained policy (``--adapter``: which of the
+file's adapters, the last by default; ``--baseline``: another of its adapters to compare against;
+either by position or by a part of its name that names one adapter of every file).
+Their answers are scored by F1 (AgeMem's reward adds memory terms), and an answer "found its
+evidence" when its search or retrieval returned an evidence turn.
+
 Example (the twelfth SUMER run's five seeds on test)::
 
     python -m benchmarks.learning_report benchmarks/results/bench_learning_sumer_test_run12_plainread*.json
+
+AgeMem's answering chain (run 56's recipe) over three seeds on test3, then its reading stage alone::
+
+    python -m benchmarks.learning_report benchmarks/results/bench_agemem_episodes_test3_reader5[678].json
+    python -m benchmarks.learning_report benchmarks/results/bench_agemem_episodes_test3_reader5[678].json --adapter sumer
 
 """
 
@@ -39,7 +51,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .bench_learning import GROUP_MEASURES, across, by_question_group, constant_answer_f1, held_out_conversations, is_yes_no
+from .bench_learning import GROUP_MEASURES, SPLITS, across, by_question_group, constant_answer_f1, held_out_conversations, is_yes_no
 
 NAME = "learning_report"
 
@@ -122,22 +134,65 @@ def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) 
             "questions": len(other),
             "scoring": sum(reward > 0 for reward, _ in other),
             "exact": sum(reward == 1 for reward, _ in other),
-            "scoring_with_evidence_found": sum(reward > 0 and (measures.get("evidence_recall") or 0) > 0 for reward, measures in other),
+            # SUMER's searches and AgeMem's retrievals: either returned an evidence turn.
+            "scoring_with_evidence_found": sum(reward > 0 and (measures.get("evidence_recall") or measures.get("retrieval_recall") or 0) > 0
+                                               for reward, measures in other),
         },
     }
 
 
-def load_runs(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every run of the results files at ``paths``, as report entries (file, split, seed, run)."""
+def episode_run(path: Path, result: dict[str, Any], adapter: str = "-1", baseline: str | None = None) -> dict[str, Any]:
+    """An episode benchmark's file as one run: its ``adapter`` after and the untrained policy (or its ``baseline``
+    adapter) before, each given by position (1 = the first, -1 = the last) or by a part of its name that only one
+    adapter has; each evaluation's rewards are its answers' F1."""
+    from langgraph_memagent.evals.conversations import CONVERSATIONS_TASK
+
+    adapters = [name for name in result["policies"] if name != "untrained"]
+
+    def pick(key: str) -> str:
+        if key.lstrip("-").isdigit():
+            position = int(key)
+            chosen = [adapters[position - 1 if position > 0 else position]] if position and -len(adapters) <= position <= len(adapters) else []
+        else:
+            chosen = [name for name in adapters if key in name]
+        if len(chosen) != 1:
+            raise ValueError(f"{path.name} has {len(adapters)} adapters ({', '.join(adapters) or 'none'}); {key!r} names {len(chosen)} of them, expected one")
+        return chosen[0]
+
+    def scored_by_f1(evaluation: dict[str, Any]) -> dict[str, Any]:
+        return {**evaluation, "rewards": [measure["f1"] for measure in evaluation["measures"]]}
+
+    name, against = pick(adapter), "untrained" if baseline is None else pick(baseline)
+    settings = {"task": CONVERSATIONS_TASK, "split": result["settings"]["split"], "eval_questions": result["settings"]["questions"]}
+    if settings["split"] not in SPLITS:
+        raise ValueError(f"{path.name} answered split {settings['split']!r}; the report regenerates the generated splits only: {', '.join(SPLITS)}")
+    if [record["question"] for record in held_out_questions(settings)] != result["questions"]:
+        raise ValueError(f"{path.name}'s questions are not the {settings['split']!r} split's first {settings['eval_questions']}")
+    before, after = result["policies"][against], result["policies"][name]
+    run = {"settings": settings, "before": {}, "after": {}}
+    for decoding, evaluation in after.items():
+        if isinstance(evaluation, dict) and "measures" in evaluation and decoding in before:  # not the derived "changes" or "shortcuts"
+            run["before"][decoding], run["after"][decoding] = scored_by_f1(before[decoding]), scored_by_f1(evaluation)
+    return {"file": path.name, "split": settings["split"], "seed": None, "label": f"{name} over {against}", "run": run}
+
+
+def load_runs(paths: list[Path], adapter: str = "-1", baseline: str | None = None) -> list[dict[str, Any]]:
+    """Every run of the results files at ``paths``, as report entries (file, split, seed, label, run); ``adapter`` and
+    ``baseline`` pick the compared policies of episode files (:func:`episode_run`)."""
     entries = []
     for path in paths:
         try:
             result = json.loads(path.read_text())
         except (OSError, ValueError) as error:
             raise ValueError(f"cannot read {path} as JSON ({type(error).__name__}: {error})") from None
+        if isinstance(result, dict) and isinstance(result.get("policies"), dict) and "untrained" in result["policies"]:
+            entries.append(episode_run(path, result, adapter, baseline))
+            continue
         if not (isinstance(result, dict) and isinstance(result.get("runs"), list) and "split" in result):
-            raise ValueError(f"{path} is not a bench_learning results file: expected 'split' and a list of 'runs'")
-        entries += [{"file": path.name, "split": result["split"], "seed": run.get("training", {}).get("seed"), "run": run} for run in result["runs"]]
+            raise ValueError(f"{path} is not a bench_learning results file (expected 'split' and a list of 'runs') "
+                             "nor an episode benchmark's (expected 'policies' with 'untrained')")
+        entries += [{"file": path.name, "split": result["split"], "seed": (seed := run.get("training", {}).get("seed")),
+                     "label": f"{path.name} seed {seed}", "run": run} for run in result["runs"]]
     if not entries:
         raise ValueError(f"no runs in {', '.join(map(str, paths))}")
     return entries
@@ -155,7 +210,7 @@ def report(entries: list[dict[str, Any]], decoding: str = "greedy") -> dict[str,
         before, after = e["run"]["before"][decoding], e["run"]["after"][decoding]
         single = after["rollouts_per_question"] == 1  # the shortcut checks read one answer per question
         per_run.append({
-            "file": e["file"], "seed": e["seed"], "changes": changes,
+            "file": e["file"], "seed": e["seed"], "label": e["label"], "changes": changes,
             "answer_shortcuts": answer_shortcuts(questions, after) if single else None,
             "f1_without_shortcuts": f1_without_shortcuts(questions, before, after) if single else None,
         })
@@ -191,7 +246,7 @@ def markdown(result: dict[str, Any]) -> str:
                   "|---|" + "---:|" * len(shown)]
         for run in result["runs"]:
             cells = [run["changes"][group][measure] for group in shown]
-            lines.append(f"| {run['file']} seed {run['seed']} | " + " | ".join(f"{c['change']:+.1f} ± {c['standard_error']:.1f}" for c in cells) + " |")
+            lines.append(f"| {run['label']} | " + " | ".join(f"{c['change']:+.1f} ± {c['standard_error']:.1f}" for c in cells) + " |")
         summaries = [result["across_runs"][group][measure] for group in shown]
         if summaries[0]["sd"] is not None:
             lines.append("| mean ± sd | " + " | ".join(f"{s['mean']:+.1f} ± {s['sd']:.1f}" for s in summaries) + " |")
@@ -203,7 +258,7 @@ def markdown(result: dict[str, Any]) -> str:
         if run["answer_shortcuts"]:
             yes_no, temporal, other = (run["answer_shortcuts"][part] for part in ("yes_no", "temporal", "other"))
             lines.append(
-                f"- {run['file']} seed {run['seed']}, trained answers: yes/no {yes_no['most_common_answer']!r} {yes_no['most_common_count']} of "
+                f"- {run['label']}, trained answers: yes/no {yes_no['most_common_answer']!r} {yes_no['most_common_count']} of "
                 f"{yes_no['questions']} ({yes_no['right']} right); temporal {temporal['scoring']} of {temporal['questions']} score, "
                 f"{temporal['year_alone_scoring']} with a year alone; other {other['scoring']} of {other['questions']} score "
                 f"({other['exact']} exactly, {other['scoring_with_evidence_found']} had found their evidence)"
@@ -218,12 +273,14 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", type=Path, help="bench_learning results files (JSON) of one split")
+    parser.add_argument("results", nargs="+", type=Path, help="bench_learning or episode benchmark results files (JSON) of one split")
+    parser.add_argument("--adapter", default="-1", help="episode files: the compared adapter, by position (1 = the first, -1 = the last) or a part of its name (default: %(default)s)")
+    parser.add_argument("--baseline", default=None, help="episode files: compare against this adapter (position or part of its name) instead of the untrained policy")
     parser.add_argument("--decoding", default="greedy", help="which evaluation to compare: greedy, sampled, ... (default: %(default)s)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON to this path")
     args = parser.parse_args(argv)
     try:
-        result = report(load_runs(args.results), args.decoding)
+        result = report(load_runs(args.results, args.adapter, args.baseline), args.decoding)
         if args.json is not None:
             temp = args.json.with_suffix(".tmp")
             temp.write_text(json.dumps(result, indent=2) + "\n")

@@ -408,13 +408,47 @@ def test_learning_report_reproduces_the_test_and_test2_figures_from_the_committe
     assert shortcuts[2]["other"] == {"questions": 109, "scoring": 25, "exact": 12, "scoring_with_evidence_found": 20}
 
 
+def test_learning_report_reads_episode_files_and_gives_the_agemem_chains_test3_figures(tmp_path, capsys):
+    from benchmarks.learning_report import main
+
+    result = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "bench_agemem_episodes_test3_reader56.json"
+    # The chain over the untrained policy, the reading stage alone, the chain over the reading stage: BENCHMARKS.md's figures.
+    for options, f1, recall in (([], (35.3, 8.0), (21.9, 7.4)), (["--adapter", "1"], (25.3, 7.4), (9.4, 10.4)),
+                                (["--baseline", "sumer"], (10.1, 9.5), (12.5, 8.7))):
+        assert main([str(result), *options, "--json", str(tmp_path / "report.json")]) == 0
+        changes = json.loads((tmp_path / "report.json").read_text())["runs"][0]["changes"]["all"]
+        assert [round(changes["f1"][key], 1) for key in ("change", "standard_error")] == list(f1)
+        assert [round(changes["retrieval_recall"][key], 1) for key in ("change", "standard_error")] == list(recall)
+    # Answers are scored by their F1, not AgeMem's composite reward: 12 of the 26 open answers score, 10 exactly.
+    printed = capsys.readouterr().out
+    assert "| runs/agemem-answer56/checkpoint-12 over runs/sumer56-read | +10.1 ± 9.5 |" in printed
+    assert "other 12 of 26 score (10 exactly, 12 had found their evidence)" in printed
+    # The recipe's three seeds (runs 56-58): the figures BENCHMARKS.md and README give.
+    seeds = [str(result.with_name(f"bench_agemem_episodes_test3_reader{seed}.json")) for seed in (56, 57, 58)]
+    assert main([*seeds, "--json", str(tmp_path / "seeds.json")]) == 0
+    across = json.loads((tmp_path / "seeds.json").read_text())["across_runs"]["all"]
+    assert [round(across["f1"][key], 1) for key in ("mean", "sd")] == [21.5, 17.0]
+    assert [round(bound, 1) for bound in across["f1"]["ci95"]] == [-20.8, 63.8]
+    assert [round(across["retrieval_recall"][key], 1) for key in ("mean", "sd")] == [25.0, 4.1]
+    assert main([*seeds, "--baseline", "sumer", "--json", str(tmp_path / "steps.json")]) == 0
+    steps = json.loads((tmp_path / "steps.json").read_text())["across_runs"]["all"]["f1"]
+    assert [round(steps[key], 1) for key in ("mean", "sd")] == [1.7, 8.3]
+
+
 def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line(tmp_path, capsys):
     from benchmarks.learning_report import main
 
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     (tmp_path / "other.json").write_text(json.dumps({"benchmark": "bench_decode", "rows": []}))
     cases = (
-        ([str(tmp_path / "other.json")], f"{tmp_path / 'other.json'} is not a bench_learning results file: expected 'split' and a list of 'runs'"),
+        ([str(tmp_path / "other.json")], f"{tmp_path / 'other.json'} is not a bench_learning results file (expected 'split' and a list of 'runs')"),
+        ([str(results / "bench_agemem_episodes_test3_reader56.json"), "--adapter", "3"],
+         "bench_agemem_episodes_test3_reader56.json has 2 adapters (runs/sumer56-read, runs/agemem-answer56/checkpoint-12); '3' names 0 of them, expected one"),
+        ([str(results / "bench_agemem_episodes_test3_reader56.json"), "--adapter", "runs/"], "'runs/' names 2 of them, expected one"),
+        ([str(results / "bench_agemem_episodes_locomo81_reader56.json")],
+         "bench_agemem_episodes_locomo81_reader56.json answered split 'locomo'; the report regenerates the generated splits only"),
+        ([str(results / "bench_agemem_episodes_test3_reader56.json"), str(results / "bench_agemem_episodes_dev_best_reader56.json")],
+         "the runs answered different question sets"),
         ([str(tmp_path / "missing.json")], f"cannot read {tmp_path / 'missing.json'} as JSON (FileNotFoundError"),
         ([str(results / "bench_learning_sumer_dev_run12_plainread.json"), str(results / "bench_learning_sumer_test_run12_plainread.json")],
          "the runs answered different question sets"),
