@@ -13,9 +13,11 @@ before the rounds, its compile time reported apart). All run here
 on the same prompts, interleaved round by round so machine noise hits them alike, at batch 1
 and batch 8 with a ``--prompt-tokens`` cache. Reports the median step time, decode tokens per
 second and prefill tokens per second. When ``llama-cpp-python`` is installed, llama.cpp runs
-the same GGUF file (the one the embedded model is converted from) at batch 1 in the same
-rounds, as the anchor a CPU user would otherwise pick; otherwise the result says how to
-install it (it builds llama.cpp from source).
+the same GGUF file (the one the embedded model is converted from) in the same rounds, as the
+anchor a CPU user would otherwise pick: batch 1 through llama-cpp-python's ``Llama``, batch 8
+through its low-level API (one context with a KV cache per sequence, every step one
+``llama_decode`` of 8 tokens), so its own batch-8 gain sits beside ours; otherwise the result
+says how to install it (it builds llama.cpp from source).
 """
 
 from __future__ import annotations
@@ -88,9 +90,11 @@ def llama_cpp_model(context_tokens: int, *, logits_all: bool = True, draft_token
     from langgraph_memagent.agents.embedded import smollm2_gguf_path
 
     draft = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft_tokens else None
+    # flash_attn: llama.cpp's own default ("auto") turns flash attention on for this model on the CPU, while
+    # llama-cpp-python's Llama turns it off unless asked; on, its batch-8 step was 25% faster here (BENCHMARKS.md section 10).
     return llama_cpp.Llama(
         str(smollm2_gguf_path()), n_ctx=context_tokens, n_threads=torch.get_num_threads(), draft_model=draft,
-        logits_all=logits_all or draft is not None, verbose=False,
+        logits_all=logits_all or draft is not None, flash_attn=True, verbose=False,
     )
 
 
@@ -109,6 +113,60 @@ def _llama_cpp_steps(llm: Any, prompt: list[int], steps: int) -> tuple[list[floa
         llm.eval([token])
         times.append(time.perf_counter() - start)
     return times, prefill
+
+
+class _LlamaCppBatch:
+    """llama.cpp decoding ``rows`` sequences together: a context of the loaded model with a KV cache per sequence."""
+
+    def __init__(self, llm: Any, rows: int, context_tokens: int):
+        import llama_cpp
+        from llama_cpp import _internals
+
+        params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)  # the batch-1 context's settings
+        # n_ctx is split between the sequences, each share rounded to llama.cpp's padding of 256.
+        params.n_ctx, params.n_seq_max = rows * -(-context_tokens // 256) * 256, rows
+        self.rows, self.n_batch, self.n_vocab = rows, params.n_batch, llm.n_vocab()
+        self.context = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        self.batch = _internals.LlamaBatch(n_tokens=max(rows, params.n_batch), embd=0, n_seq_max=rows, verbose=False)
+
+    def close(self) -> None:
+        """Frees the context and the batch before the model (left to exit, llama-cpp-python's teardown raises)."""
+        self.context.close()
+        self.batch.close()
+
+    def _decode(self, entries: list[tuple[int, int, int, bool]]) -> None:
+        """One ``llama_decode`` of (token, position, sequence, wants logits) entries."""
+        batch = self.batch.batch
+        for index, (token, position, sequence, logits) in enumerate(entries):
+            batch.token[index], batch.pos[index], batch.n_seq_id[index] = token, position, 1
+            batch.seq_id[index][0], batch.logits[index] = sequence, logits
+        batch.n_tokens = len(entries)
+        self.context.decode(self.batch)
+
+    def _next_tokens(self) -> list[int]:
+        import llama_cpp
+        import numpy as np
+
+        return [int(np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.context.ctx, row), shape=(self.n_vocab,)).argmax())
+                for row in range(self.rows)]
+
+    def steps(self, prompts: list[list[int]], steps: int) -> tuple[list[float], float]:
+        """Decode-step times (greedy, all rows in one call a step) and the prefill time of ``prompts``."""
+        self.context.kv_cache_clear()
+        # Logits last only for the latest llama_decode: every row's last prompt token goes in one call of its own.
+        entries = [(token, position, row, False) for row, prompt in enumerate(prompts) for position, token in enumerate(prompt[:-1])]
+        started = time.perf_counter()
+        for start in range(0, len(entries), self.n_batch):
+            self._decode(entries[start : start + self.n_batch])
+        self._decode([(prompt[-1], len(prompt) - 1, row, True) for row, prompt in enumerate(prompts)])
+        prefill = time.perf_counter() - started
+        times, length = [], len(prompts[0])
+        for step in range(steps):
+            tokens = self._next_tokens()
+            start = time.perf_counter()
+            self._decode([(token, length + step, row, True) for row, token in enumerate(tokens)])
+            times.append(time.perf_counter() - start)
+        return times, prefill
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         _decode_steps(compiled, torch.randint(100, 40_000, (rows, 32)), 2, slab=True, fused=fused["compiled"])
         compile_s[rows] = time.perf_counter() - started
     llm = llama_cpp_model(args.prompt_tokens + args.steps + 16)
+    llm_batch = _LlamaCppBatch(llm, 8, args.prompt_tokens + args.steps + 16) if llm is not None else None
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
     step_times: dict[tuple[int, str], list[float]] = {(rows, name): [] for rows in (1, 8) for name in variants}
     prefill_times: dict[tuple[int, str], list[float]] = {key: [] for key in step_times}
@@ -150,15 +209,18 @@ def main(argv: list[str] | None = None) -> int:
         for rows in (1, 8):
             prompt = torch.randint(100, 40_000, (rows, args.prompt_tokens))
             for name in variants:
-                if name == "llama_cpp":
-                    if rows > 1:
-                        continue  # llama-cpp-python's high-level API decodes one sequence
+                if name == "llama_cpp" and rows > 1:
+                    times, prefill = llm_batch.steps(prompt.tolist(), args.steps)
+                elif name == "llama_cpp":
                     times, prefill = _llama_cpp_steps(llm, prompt[0].tolist(), args.steps)
                 else:
                     times, prefill = _decode_steps(models[name], prompt, args.steps, slab=name != "dynamic", fused=fused.get(name))
                 step_times[(rows, name)] += times
                 prefill_times[(rows, name)].append(prefill)
                 call_times[(rows, name)].append(prefill + sum(times))
+    if llm is not None:
+        llm_batch.close()
+        llm.close()
     results = {}
     for (rows, name), times in step_times.items():
         if not times:
@@ -174,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         }
     speedups = {rows: results[f"batch{rows}_dynamic"]["median_step_ms"] / results[f"batch{rows}_slab"]["median_step_ms"] for rows in (1, 8)}
     int4_gain = {rows: results[f"batch{rows}_slab_int4"]["tokens_per_s"] / results[f"batch{rows}_slab"]["tokens_per_s"] for rows in (1, 8)}
-    batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"] for name in VARIANTS}
+    batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"]
+                  for name in variants}
     versus_llama = (
         {f"{name}_{key}": results[f"batch1_{name}"][key] / results["batch1_llama_cpp"][key]
          for name in VARIANTS[1:] for key in ("tokens_per_s", "prefill_tokens_per_s")}
@@ -202,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int4 vs float32 decode "
         f"{int4_gain[1]:.2f}x (batch 1), {int4_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
         f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4, {batch_gain['fused_int4']:.2f}x fused_int4, "
-        f"{batch_gain['engine']:.2f}x engine, {batch_gain['compiled']:.2f}x compiled (prefill: {result['engine_prefill_path']}; "
+        f"{batch_gain['engine']:.2f}x engine, {batch_gain['compiled']:.2f}x compiled"
+        + (f", {batch_gain['llama_cpp']:.2f}x llama.cpp" if llm is not None else "")
+        + f" (prefill: {result['engine_prefill_path']}; "
         f"compile {compile_s[1]:.0f} s + {compile_s[8]:.0f} s); "
         f"llama.cpp: {result['llama_cpp']}; "
         f"other load {result['other_cpu_cores']:.2f} cores"
