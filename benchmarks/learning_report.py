@@ -271,6 +271,54 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def forest_rows(result: dict[str, Any]) -> dict[str, list[tuple[str, float, float, float]]]:
+    """Per measure, the whole question set's change as (label, change, low, high) rows: each run's change with its paired
+    95% interval (1.96 s.e. over questions), then, for several runs, their mean with its 95% Student-t interval.
+
+    >>> run = lambda seed, change: {"label": f"seed {seed}", "changes": {"all": {"f1": {"change": change, "standard_error": 1.0}}}}
+    >>> forest_rows({"across_runs": {"all": {"f1": {"mean": 4.0, "ci95": [-8.7, 16.7]}}}, "runs": [run(1, 3.0), run(2, 5.0)]})
+    {'f1': [('seed 1', 3.0, 1.04, 4.96), ('seed 2', 5.0, 3.04, 6.96), ('mean of 2 (95% t)', 4.0, -8.7, 16.7)]}
+    """
+    rows = {}
+    for measure in (measure for measure in GROUP_MEASURES if measure in result["across_runs"].get("all", {})):
+        cells = [(run["label"], run["changes"]["all"][measure]) for run in result["runs"]]
+        rows[measure] = [(label, cell["change"], cell["change"] - 1.96 * cell["standard_error"], cell["change"] + 1.96 * cell["standard_error"])
+                         for label, cell in cells]
+        summary = result["across_runs"]["all"][measure]
+        if summary["ci95"]:
+            rows[measure].append((f"mean of {len(cells)} (95% t)", summary["mean"], *summary["ci95"]))
+    return rows
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """:func:`forest_rows` drawn as a forest plot, one panel per measure, zero dashed; written to a temporary file,
+    then renamed, so an interrupted write leaves no half-drawn figure at ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = forest_rows(result)
+    labels = [label for label, *_ in next(iter(rows.values()))]
+    figure, axes = plt.subplots(1, len(rows), figsize=(4.2 * len(rows) + 2.5, 0.45 * len(labels) + 1.4), sharey=True, squeeze=False)
+    for axis, (measure, measure_rows) in zip(axes[0], rows.items()):
+        for position, (_, change, low, high) in enumerate(measure_rows):
+            mean = position == len(result["runs"])
+            axis.errorbar(change, position, xerr=[[change - low], [high - change]], fmt="D" if mean else "o",
+                          color="black" if mean else "tab:blue", capsize=3)
+        axis.axvline(0, color="grey", linestyle="--", linewidth=1)
+        axis.set_title(f"{measure.replace('_', ' ')}, {result['decoding']}")
+        axis.set_xlabel("change, points")
+    axes[0][0].set_yticks(range(len(labels)), labels)
+    axes[0][0].invert_yaxis()
+    figure.suptitle(f"{result['split']}: each run ± 1.96 s.e. over questions, then the mean across runs")
+    figure.tight_layout()
+    temporary = path.with_name(path.stem + ".tmp" + path.suffix)
+    figure.savefig(temporary, dpi=110)
+    plt.close(figure)
+    os.replace(temporary, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path, help="bench_learning or episode benchmark results files (JSON) of one split")
@@ -278,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default=None, help="episode files: compare against this adapter (position or part of its name) instead of the untrained policy")
     parser.add_argument("--decoding", default="greedy", help="which evaluation to compare: greedy, sampled, ... (default: %(default)s)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON to this path")
+    parser.add_argument("--plot", type=Path, default=None, help="also draw the whole set's changes per run and across runs to this PNG path")
     args = parser.parse_args(argv)
     try:
         result = report(load_runs(args.results, args.adapter, args.baseline), args.decoding)
@@ -285,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             temp = args.json.with_suffix(".tmp")
             temp.write_text(json.dumps(result, indent=2) + "\n")
             os.replace(temp, args.json)
+        if args.plot is not None:
+            plot(result, args.plot)
     except (ValueError, OSError) as error:
         print(f"{NAME}: {error}", file=sys.stderr)
         return 2

@@ -435,6 +435,25 @@ def test_learning_report_reads_episode_files_and_gives_the_agemem_chains_test3_f
     assert [round(steps[key], 1) for key in ("mean", "sd")] == [1.7, 8.3]
 
 
+def test_learning_report_draws_each_run_and_the_seed_mean_with_their_intervals(tmp_path):
+    from benchmarks.learning_report import forest_rows, load_runs, main, report
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    seeds = [results / f"bench_agemem_episodes_test3_reader{seed}.json" for seed in (56, 57, 58)]
+    rows = forest_rows(report(load_runs(seeds)))
+    assert list(rows) == ["f1", "retrieval_recall"]
+    # Run 58's answer change, +2.5 ± 2.0 (s.e. 2.04), with its paired 95% interval; then the seed mean with its t interval.
+    label, change, low, high = rows["f1"][2]
+    assert "agemem-answer58" in label and [round(x, 1) for x in (change, high - change)] == [2.5, 4.0]
+    assert rows["f1"][3][0] == "mean of 3 (95% t)" and [round(x, 1) for x in rows["f1"][3][1:]] == [21.5, -20.8, 63.8]
+    assert [round(x, 1) for x in rows["retrieval_recall"][3][1:]] == [25.0, 14.7, 35.3]
+    # One run has no mean row; the figure is written whole, by a rename.
+    assert [label for label, *_ in forest_rows(report(load_runs(seeds[:1])))["f1"]] == ["runs/agemem-answer56/checkpoint-12 over untrained"]
+    assert main([*map(str, seeds), "--plot", str(tmp_path / "forest.png")]) == 0
+    assert (tmp_path / "forest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [path.name for path in tmp_path.iterdir()] == ["forest.png"]
+
+
 def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line(tmp_path, capsys):
     from benchmarks.learning_report import main
 
