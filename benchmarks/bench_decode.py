@@ -116,7 +116,11 @@ def _llama_cpp_steps(llm: Any, prompt: list[int], steps: int) -> tuple[list[floa
 
 
 class _LlamaCppBatch:
-    """llama.cpp decoding ``rows`` sequences together: a context of the loaded model with a KV cache per sequence."""
+    """llama.cpp decoding ``rows`` sequences together: a context of the loaded model with a KV cache per sequence.
+
+    llama-cpp-python's public ``Llama`` decodes one sequence, so this drives llama.cpp's C batch API through the
+    library's own thin wrappers of it (``_internals``), on the model ``llm`` already loaded.
+    """
 
     def __init__(self, llm: Any, rows: int, context_tokens: int):
         import llama_cpp
@@ -236,8 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     speedups = {rows: results[f"batch{rows}_dynamic"]["median_step_ms"] / results[f"batch{rows}_slab"]["median_step_ms"] for rows in (1, 8)}
     int4_gain = {rows: results[f"batch{rows}_slab_int4"]["tokens_per_s"] / results[f"batch{rows}_slab"]["tokens_per_s"] for rows in (1, 8)}
-    batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"]
-                  for name in variants}
+    batch_gain = {name: results[f"batch8_{name}"]["tokens_per_s"] / results[f"batch1_{name}"]["tokens_per_s"] for name in variants}
     versus_llama = (
         {f"{name}_{key}": results[f"batch1_{name}"][key] / results["batch1_llama_cpp"][key]
          for name in VARIANTS[1:] for key in ("tokens_per_s", "prefill_tokens_per_s")}
