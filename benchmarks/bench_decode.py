@@ -70,12 +70,15 @@ def _decode_steps(model: Any, prompt: Any, steps: int, *, slab: bool, fused: Any
     return times, prefill
 
 
-def llama_cpp_model(context_tokens: int, *, logits_all: bool = True, draft_tokens: int = 0) -> Any:
+def llama_cpp_model(context_tokens: int, *, logits_all: bool = True, draft_tokens: int = 0, flash_attn: bool = True) -> Any:
     """llama.cpp on the embedded model's GGUF, with this process's thread count; None when not installed.
 
     ``logits_all`` keeps every position's logits, so the last one can be read back after ``eval()``;
     ``draft_tokens`` turns on llama-cpp-python's own prompt lookup (it checks a draft against every
     position's logits, so it needs ``logits_all``: passed, since the library sizes its buffer from the argument).
+    ``flash_attn`` defaults to llama.cpp's own choice, which is on for this model on the CPU ("auto"), while
+    llama-cpp-python's ``Llama`` turns it off unless asked; each benchmark keeps llama.cpp at its faster setting
+    (BENCHMARKS.md section 10).
     """
     try:
         import llama_cpp
@@ -90,11 +93,9 @@ def llama_cpp_model(context_tokens: int, *, logits_all: bool = True, draft_token
     from langgraph_memagent.agents.embedded import smollm2_gguf_path
 
     draft = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft_tokens else None
-    # flash_attn: llama.cpp's own default ("auto") turns flash attention on for this model on the CPU, while
-    # llama-cpp-python's Llama turns it off unless asked; on, its batch-8 step was 25% faster here (BENCHMARKS.md section 10).
     return llama_cpp.Llama(
         str(smollm2_gguf_path()), n_ctx=context_tokens, n_threads=torch.get_num_threads(), draft_model=draft,
-        logits_all=logits_all or draft is not None, flash_attn=True, verbose=False,
+        logits_all=logits_all or draft is not None, flash_attn=flash_attn, verbose=False,
     )
 
 
