@@ -299,6 +299,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = forest_rows(result)
+    if not rows:
+        raise ValueError(f"the runs have no whole-set change of {' or '.join(GROUP_MEASURES)} to draw")
     labels = [label for label, *_ in next(iter(rows.values()))]
     figure, axes = plt.subplots(1, len(rows), figsize=(4.2 * len(rows) + 2.5, 0.45 * len(labels) + 1.4), sharey=True, squeeze=False)
     for axis, (measure, measure_rows) in zip(axes[0], rows.items()):

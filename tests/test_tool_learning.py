@@ -436,7 +436,7 @@ def test_learning_report_reads_episode_files_and_gives_the_agemem_chains_test3_f
 
 
 def test_learning_report_draws_each_run_and_the_seed_mean_with_their_intervals(tmp_path):
-    from benchmarks.learning_report import forest_rows, load_runs, main, report
+    from benchmarks.learning_report import forest_rows, load_runs, main, plot, report
 
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     seeds = [results / f"bench_agemem_episodes_test3_reader{seed}.json" for seed in (56, 57, 58)]
@@ -452,6 +452,8 @@ def test_learning_report_draws_each_run_and_the_seed_mean_with_their_intervals(t
     assert main([*map(str, seeds), "--plot", str(tmp_path / "forest.png")]) == 0
     assert (tmp_path / "forest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [path.name for path in tmp_path.iterdir()] == ["forest.png"]
+    with pytest.raises(ValueError, match="the runs have no whole-set change of f1 or evidence_recall or retrieval_recall to draw"):
+        plot({"across_runs": {"all": {}}, "runs": [], "split": "test3", "decoding": "greedy"}, tmp_path / "none.png")
 
 
 def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line(tmp_path, capsys):
