@@ -35,6 +35,7 @@ from . import _common
 from ._common import OtherLoad, write_result
 from .bench_learning import tool_use
 from .bench_sumer_episodes import checked_episode_args, episode_parser, episode_records, shortcut_checks
+from .learning_report import scored_by_f1
 
 NAME = "bench_agemem_episodes"
 DECODINGS = {"greedy": 0.0, "sampled": 1.0}
@@ -58,7 +59,7 @@ def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) 
     rollouts = len(measures) // len(records)
     golds = [record["answers"] for record in records for _ in range(rollouts)]
     return {
-        **shortcut_checks(records, {**evaluation, "rewards": [m["f1"] for m in measures]}),
+        **shortcut_checks(records, scored_by_f1(evaluation)),
         "scoring_answers_without_evidence_in_memory": sum(m["f1"] > 0 and not m["memory_recall"] for m in measures),
         "scoring_answers": sum(m["f1"] > 0 for m in measures),
         "exact_answers": sum(any(exact_match(answer or "", gold) for gold in gold_answers)

@@ -141,6 +141,15 @@ def answer_shortcuts(records: list[dict[str, Any]], evaluation: dict[str, Any]) 
     }
 
 
+def scored_by_f1(evaluation: dict[str, Any]) -> dict[str, Any]:
+    """``evaluation`` with its rewards replaced by its answers' F1 (AgeMem's reward adds memory terms).
+
+    >>> scored_by_f1({"rewards": [0.9], "measures": [{"f1": 0.5}]})["rewards"]
+    [0.5]
+    """
+    return {**evaluation, "rewards": [measure["f1"] for measure in evaluation["measures"]]}
+
+
 def episode_run(path: Path, result: dict[str, Any], adapter: str = "-1", baseline: str | None = None) -> dict[str, Any]:
     """An episode benchmark's file as one run: its ``adapter`` after and the untrained policy (or its ``baseline``
     adapter) before, each given by position (1 = the first, -1 = the last) or by a part of its name that only one
@@ -158,9 +167,6 @@ def episode_run(path: Path, result: dict[str, Any], adapter: str = "-1", baselin
         if len(chosen) != 1:
             raise ValueError(f"{path.name} has {len(adapters)} adapters ({', '.join(adapters) or 'none'}); {key!r} names {len(chosen)} of them, expected one")
         return chosen[0]
-
-    def scored_by_f1(evaluation: dict[str, Any]) -> dict[str, Any]:
-        return {**evaluation, "rewards": [measure["f1"] for measure in evaluation["measures"]]}
 
     name, against = pick(adapter), "untrained" if baseline is None else pick(baseline)
     settings = {"task": CONVERSATIONS_TASK, "split": result["settings"]["split"], "eval_questions": result["settings"]["questions"]}
@@ -291,19 +297,18 @@ def forest_rows(result: dict[str, Any]) -> dict[str, list[tuple[str, float, floa
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    """:func:`forest_rows` drawn as a forest plot, one panel per measure, zero dashed; written to a temporary file,
-    then renamed, so an interrupted write leaves no half-drawn figure at ``path``."""
-    import matplotlib
+    """:func:`forest_rows` drawn as a forest plot, one panel per measure, zero dashed (written by ``save_figure``)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from langgraph_memagent.evals.plots import save_figure
 
     rows = forest_rows(result)
     if not rows:
         raise ValueError(f"the runs have no whole-set change of {' or '.join(GROUP_MEASURES)} to draw")
     labels = [label for label, *_ in next(iter(rows.values()))]
-    figure, axes = plt.subplots(1, len(rows), figsize=(4.2 * len(rows) + 2.5, 0.45 * len(labels) + 1.4), sharey=True, squeeze=False)
-    for axis, (measure, measure_rows) in zip(axes[0], rows.items()):
+    figure = Figure(figsize=(4.2 * len(rows) + 2.5, 0.45 * len(labels) + 1.4), layout="constrained")
+    axes = figure.subplots(1, len(rows), sharey=True, squeeze=False)[0]
+    for axis, (measure, measure_rows) in zip(axes, rows.items()):
         for position, (_, change, low, high) in enumerate(measure_rows):
             mean = position == len(result["runs"])
             axis.errorbar(change, position, xerr=[[change - low], [high - change]], fmt="D" if mean else "o",
@@ -311,14 +316,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
         axis.axvline(0, color="grey", linestyle="--", linewidth=1)
         axis.set_title(f"{measure.replace('_', ' ')}, {result['decoding']}")
         axis.set_xlabel("change, points")
-    axes[0][0].set_yticks(range(len(labels)), labels)
-    axes[0][0].invert_yaxis()
+    axes[0].set_yticks(range(len(labels)), labels)
+    axes[0].invert_yaxis()
     figure.suptitle(f"{result['split']}: each run ± 1.96 s.e. over questions, then the mean across runs")
-    figure.tight_layout()
-    temporary = path.with_name(path.stem + ".tmp" + path.suffix)
-    figure.savefig(temporary, dpi=110)
-    plt.close(figure)
-    os.replace(temporary, path)
+    save_figure(figure, path)
 
 
 def main(argv: list[str] | None = None) -> int:
