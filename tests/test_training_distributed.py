@@ -18,10 +18,10 @@ BUDGET = 1024  # tokens per forward pass: a few of the long question's rows (abo
 
 @pytest.mark.embedded
 def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(embedded_model_dir, tmp_path):
-    # One long and one short question: each rollout batch holds one group of each, and a
-    # process gets one group, so the two processes make different numbers of calls.
+    # One long (two chunks) and one short question (one chunk): each rollout batch holds one group
+    # of four of each, and a process gets one group, so the two processes make different numbers of calls.
     records = [
-        {"question": "What is the special magic number for tall-math?", "context": ("The sky is blue. " * 60) + "The special magic number for tall-math is 4417302.", "answers": ["4417302"]},
+        {"question": "What is the special magic number for tall-math?", "context": ("The sky is blue. " * 30) + "The special magic number for tall-math is 4417302.", "answers": ["4417302"]},
         {"question": "What is the special magic number for dry-lake?", "context": "The special magic number for dry-lake is 9920114.", "answers": ["9920114"]},
     ]
     train_file = tmp_path / "train.json"
@@ -33,7 +33,7 @@ def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(embe
         str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
         "--dynamo_backend", "no", "--num_cpu_threads_per_process", "1", str(SCRIPT), str(tmp_path),
         "--train_file", str(train_file), "--max_steps", "2", "--save_strategy", "no", "--reward_curve", "false",
-        "--per_device_train_batch_size", "4", "--steps_per_generation", "2", "--num_generations", "8",
+        "--per_device_train_batch_size", "2", "--steps_per_generation", "2", "--num_generations", "4",
         "--memory_tokens", "16", "--answer_tokens", "8", "--chunk_tokens", "120", "--dynamic_sampling_rounds", "1",
         # use_cpu: without it transformers' Trainer runs each process on its own; activation
         # checkpointing: two processes without it need about 14 GB each for the loss pass.
