@@ -76,9 +76,11 @@ Run(sys.argv[1:])
 
 
 def symilar(paths: list[Path]) -> str:
+    """symilar's report on ``paths``, ending in its ``TOTAL ... duplicates=N percent=P`` line."""
     # Signatures are ignored, since LangChain fixes those of _generate/_agenerate for every chat model.
     options = ["-d", "6", "--ignore-comments", "--ignore-docstrings", "--ignore-imports", "--ignore-signatures"]
     done = subprocess.run([sys.executable, "-c", SYMILAR, *options, *map(str, paths)], capture_output=True, text=True, timeout=300)
+    assert "TOTAL lines=" in done.stdout, done.stderr[-3000:]
     return done.stdout.rstrip()
 
 
