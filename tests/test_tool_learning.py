@@ -621,7 +621,8 @@ def test_write_curriculum_rollouts_are_stage_one_alone_scored_by_the_evidence_th
     rows = conversation_records(2, seed=4)
     config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", turn_tokens=128, agemem_turns_per_message=1, agemem_stage_turns=8,
                          agemem_distractor_messages=1, tool_choice="required", agemem_write_mode="line",
-                         agemem_sessions="evidence-shuffled", write_curriculum=True, task="conversations")
+                         agemem_sessions="evidence-shuffled", write_curriculum=True, task="conversations",
+                         per_device_train_batch_size=2)  # one group of two: the loss pass is most of the time
     trainer, rollouts = trained_recording_rollouts(tiny_model_dir, rows, config)
     # Stage 1 alone: one forced add_memory of a line per evidence session, then no distractor, no question, no answer.
     assert rollouts and all(list(rollout.output["stage_turns"]) == ["build"] for rollout in rollouts)

@@ -220,8 +220,10 @@ def test_sumer_trainer_rollouts_and_one_step_with_a_judge(tiny_model_dir, tiny_d
 
 
 def test_agemem_trainer_rollouts_use_the_configured_limits(tiny_model_dir, tiny_dataset, tmp_path):
+    # One group of two rollouts per step: the step only has to log, and its loss pass over the
+    # vocabulary (TRL's chunked log-probs) is most of this test's time.
     config = tiny_config(tmp_path, graph="agemem", reward_metric=None, turn_tokens=8, agemem_turns_per_message=1,
-                         agemem_stage_turns=4, agemem_distractor_messages=1)
+                         agemem_stage_turns=4, agemem_distractor_messages=1, per_device_train_batch_size=2)
     trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
     assert config.max_context_tokens == 2048 - 8 and config.agemem_turn_limit == 4
     reward = trainer.rollout_reward
