@@ -72,18 +72,16 @@ def _lines(axes: "Axes", cells: Sequence["Cell"], value: Callable[["Cell"], floa
 def save_figure(figure: Any, path: str | Path) -> Path:
     """Write ``figure`` as a PNG at 120 dpi (making its folder) and release it; returns the path.
 
-    The PNG is written beside ``path`` and then renamed onto it, so an interrupted write never
-    leaves a half-drawn figure there.
+    The PNG goes through :func:`~.results.replacing`, so an interrupted write never leaves a
+    half-drawn figure at ``path``.
     """
-    import os
-
     import matplotlib.pyplot as plt
 
+    from .results import replacing
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.stem + ".tmp" + path.suffix)  # the suffix still names the format
-    figure.savefig(temporary, dpi=120)
-    os.replace(temporary, path)
+    with replacing(path, "wb") as file:
+        figure.savefig(file, format="png", dpi=120)
     plt.close(figure)  # a pyplot figure stays registered (and in memory) until closed
     return path
 
