@@ -332,9 +332,10 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--compile-decode", action="store_true",
-        help="local int4 models, CPU: run the decode step through torch.compile, about 20%% faster at batch 1 on 2 cores "
-        "after a one-off compile of 90-130 s per batch shape (cached on disk by PyTorch); logits close to the "
-        "eager step's, not bit for bit (greedy accuracy: BENCHMARKS.md section 10)",
+        help="local int4 models, CPU: run the decode step compiled ahead of time (AOTInductor), 1.3-1.5x the eager "
+        "step at batch 1 on 2 cores, after a one-off compile of 1-2 min per kind of batch (one row or several, padded "
+        "or not; kept in the cache folder); logits close to the eager step's, not bit for bit (greedy accuracy: "
+        "BENCHMARKS.md section 10)",
     )
     group.add_argument(
         "--prompt-lookup", type=_number(int, low=0, what="a whole number of draft tokens >= 0"), metavar="TOKENS",

@@ -45,12 +45,14 @@ class Window:
     def view(self) -> torch.Tensor:
         return self.slab[: self.rows, :, self.start : self.end]
 
-    def with_room(self, columns: int) -> torch.Tensor:
+    def with_room(self, columns: int, contiguous: bool = False) -> torch.Tensor:
         """The buffer from ``start`` on, live rows only, grown first if ``columns`` more do not fit after ``end``.
 
         A full buffer is replaced by one twice the window's length, keeping its capacity in rows.
+        ``contiguous=True`` moves a window that starts past column 0 to the front of a new buffer the same
+        way (once), so the result is contiguous: an ahead-of-time compiled step assumes its inputs are.
         """
-        if self.end + columns > self.slab.shape[-2]:
+        if self.end + columns > self.slab.shape[-2] or (contiguous and self.start):
             length = self.end - self.start
             slab = self.slab.new_empty((self.slab.shape[0], self.slab.shape[1], length + max(columns, length), self.slab.shape[3]))
             slab[: self.rows, :, :length] = self.view()
@@ -132,14 +134,14 @@ class SlabLayer(DynamicLayer):
     def get_seq_length(self) -> int:
         return self._keys.end - self._keys.start
 
-    def buffers_with_room(self, columns: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def buffers_with_room(self, columns: int, contiguous: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """The key and value buffers from the first cached column on, grown if needed so ``columns``
-        more tokens fit after the cached ones.
+        more tokens fit after the cached ones (contiguous if asked: see :meth:`Window.with_room`).
 
         For a step that writes the new columns itself (a compiled step writes into the buffers it is
         given, at :meth:`get_seq_length`); :meth:`extend` then counts them.
         """
-        return self._keys.with_room(columns), self._values.with_room(columns)
+        return self._keys.with_room(columns, contiguous), self._values.with_room(columns, contiguous)
 
     def extend(self, columns: int) -> None:
         """Count ``columns`` tokens written past the cached ones into :meth:`buffers_with_room`'s buffers."""

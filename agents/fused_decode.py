@@ -18,9 +18,9 @@ It serves only models it can reproduce exactly: a ``llama`` model whose Linear l
 SiLU-gated; :func:`create_decode_step` returns None for anything else, and the engine then
 uses the model's forward (its ``decode_path`` says which).
 
-``compile_decode=True`` on the engine (``--compile-decode``) runs the step through
-``torch.compile``: at batch 1 about 20% less time a step, after a one-off compile, with
-logits close to these but not bit for bit (BENCHMARKS.md section 10).
+``compile_decode=True`` on the engine (``--compile-decode``) runs the step compiled ahead of
+time (:mod:`.compiled_step`): less time a step after a one-off compile, with logits close to
+these but not bit for bit (BENCHMARKS.md section 10).
 
 >>> from langgraph_memagent.agents.loading import load_chat_model
 >>> engine = load_chat_model("smollm2-135m").engine  # doctest: +SKIP
@@ -32,6 +32,7 @@ logits close to these but not bit for bit (BENCHMARKS.md section 10).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import torch
@@ -80,17 +81,44 @@ def _product(inputs: Any, weight: _Weight) -> Any:
     return torch.ops.aten._weight_int4pack_mm_for_cpu(inputs, weight.packed, GROUP_SIZE, weight.scales)
 
 
-class _Layer:
-    """One decoder layer's weights: fused projections and the two norms."""
+class _LayerWeights(NamedTuple):
+    """What a step reads of one layer, gathered once: attribute lookups on modules cost the eager step ~1%."""
+
+    input_norm: Any
+    attention_norm: Any
+    scaling: float
+    qkv: _Weight
+    output: _Weight
+    gate_up: _Weight
+    down: _Weight
+
+
+class _Layer(torch.nn.Module):
+    """One decoder layer's weights: fused projections (buffers, so an exported step can take them as inputs) and the two norms."""
+
+    PRODUCTS = ("qkv", "output", "gate_up", "down")
 
     def __init__(self, layer: Any):
+        super().__init__()
         attention, mlp = layer.self_attn, layer.mlp
-        self.qkv = _fuse([attention.q_proj, attention.k_proj, attention.v_proj])
-        self.output = _weight(attention.o_proj)
-        self.gate_up = _fuse([mlp.gate_proj, mlp.up_proj])
-        self.down = _weight(mlp.down_proj)
+        weights = {
+            "qkv": _fuse([attention.q_proj, attention.k_proj, attention.v_proj]), "output": _weight(attention.o_proj),
+            "gate_up": _fuse([mlp.gate_proj, mlp.up_proj]), "down": _weight(mlp.down_proj),
+        }
+        for name, weight in weights.items():
+            for part in ("packed", "scales", "dense"):
+                self.register_buffer(f"{name}_{part}", getattr(weight, part), persistent=False)
+        self.dense_min_rows = weights["down"].dense_min_rows
         self.input_norm, self.attention_norm = layer.input_layernorm, layer.post_attention_layernorm
         self.scaling = attention.scaling
+
+    def weights(self) -> _LayerWeights:
+        """What a step reads of this layer, read from the buffers and submodules now."""
+        products = {
+            name: _Weight(getattr(self, f"{name}_packed"), getattr(self, f"{name}_scales"), getattr(self, f"{name}_dense"), self.dense_min_rows)
+            for name in self.PRODUCTS
+        }
+        return _LayerWeights(self.input_norm, self.attention_norm, self.scaling, **products)
 
 
 def _rms_norm(hidden: Any, norm: Any) -> Any:
@@ -120,68 +148,38 @@ def _unsupported_reason(model: Any) -> str | None:
     return None
 
 
-class FusedDecodeStep:
-    """``step(input_ids, attention_mask, position_ids, cache)``: next-token logits, one row per sequence.
+class _FusedLayers(torch.nn.Module):
+    """The step's arithmetic as a module of the model's own weights (shared, not copied)."""
 
-    ``input_ids`` and ``position_ids`` are (rows, 1); ``attention_mask`` is (rows, cached + 1)
-    with 0 over left padding. One unpadded row may bring several tokens (rows 1, tokens n: a
-    draft to check, :mod:`.prompt_lookup`), each attending to the cache and the tokens before
-    it. ``cache`` is the transformers cache the model's forward filled, with
-    :class:`~langgraph_memagent.agents._kv_slab.SlabLayer` layers: the step writes the new keys
-    and values into their buffers and counts them.
-
-    ``compiled=True`` runs the same code through ``torch.compile`` with Inductor's C++ wrapper,
-    so the ~1,000 small operations of a step run from generated C++ instead of Python: one
-    compile per batch shape (one row or several, padded or not), 90-130 s each on 2 cores
-    the first time and seconds once PyTorch's on-disk cache holds it. Inductor fuses the norms,
-    rotations and casts into its own loops, whose float32 rounding differs from the eager
-    operations', and a difference in the last bit can round an int4 kernel's bfloat16 input the
-    other way: logits are close to the model's, not bit for bit (up to 0.125 apart on one
-    measured step, the same greedy token; accuracy in BENCHMARKS.md section 10).
-    """
-
-    def __init__(self, model: Any, *, compiled: bool = False):
+    def __init__(self, model: Any):
+        super().__init__()
         body = model.model
         self.embed, self.rotary, self.norm, self.lm_head = body.embed_tokens, body.rotary_emb, body.norm, model.lm_head
         self.heads, self.kv_heads = model.config.num_attention_heads, model.config.num_key_value_heads
         self.head_dim = body.layers[0].self_attn.head_dim
-        self.layers = [_Layer(layer) for layer in body.layers]
-        self.compiled = compiled
-        # dynamic=True: the cached length and the buffers' room are symbols, so a step compiles once, not per token.
-        self._forward = torch.compile(self._layers, dynamic=True, options={"cpp_wrapper": True}) if compiled else self._layers
+        self.layers = torch.nn.ModuleList(_Layer(layer) for layer in body.layers)
 
-    def __call__(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any) -> Any:
-        """Logits (rows, vocabulary) for one new token per row; or (rows, tokens, vocabulary) when
-        ``input_ids`` holds several tokens of one unpadded row (a draft being verified, causally masked)."""
-        rows, tokens = input_ids.shape
-        length = cache.layers[0].get_seq_length()
-        buffers = [layer.buffers_with_room(tokens) for layer in cache.layers]
-        if tokens > 1:
-            if rows != 1 or not bool(attention_mask.all()):
-                raise ValueError(f"several tokens per step need one unpadded row, got {rows} rows of {tokens} tokens")
-            # Token i sees the cache and the new tokens up to itself.
-            mask = torch.ones((tokens, length + tokens), dtype=torch.bool, device=input_ids.device).tril(length)
-        else:
-            # Like transformers' SDPA path: no mask when nothing is padded, else the query heads of
-            # each key/value head attend as a group of queries under one shared mask.
-            mask = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
-        logits = self._forward(input_ids, mask, position_ids, length, [keys for keys, _ in buffers], [values for _, values in buffers])
-        for layer in cache.layers:
-            layer.extend(tokens)
-        return logits if tokens == 1 else logits.view(rows, tokens, -1)
+    def layer_weights(self) -> list[_LayerWeights]:
+        """Every layer's :meth:`_Layer.weights`."""
+        return [layer.weights() for layer in self.layers]
 
-    def _layers(self, input_ids: Any, mask: Any, position_ids: Any, length: int, key_buffers: list, value_buffers: list) -> Any:
-        """The step's arithmetic; writes columns ``length`` on of every layer's key and value buffer.
+    def forward(
+        self, input_ids: Any, mask: Any, position_ids: Any, length: int, key_buffers: list, value_buffers: list, layer_weights: list | None = None,
+    ) -> Any:
+        """Logits of the new tokens; writes columns ``length`` on of every layer's key and value buffer.
 
         Every row's tokens go through each product as rows of one matrix (rows x tokens of them).
+        ``layer_weights`` (:meth:`layer_weights`, gathered once) spares the eager step the lookups; without
+        it they are read from the buffers, which an export's ``functional_call`` has made its inputs.
         """
+        layer_weights = self.layer_weights() if layer_weights is None else layer_weights
         rows, tokens = input_ids.shape
         positions = rows * tokens
         hidden = self.embed(input_ids.reshape(positions))
         cos, sin = self.rotary(hidden, position_ids)  # (rows, tokens, head_dim)
         cos, sin = cos.reshape(positions, 1, -1), sin.reshape(positions, 1, -1)  # broadcast over the heads
         query_size, key_size = self.heads * self.head_dim, self.kv_heads * self.head_dim
-        for layer, key_buffer, value_buffer in zip(self.layers, key_buffers, value_buffers):
+        for layer, key_buffer, value_buffer in zip(layer_weights, key_buffers, value_buffers):
             qkv = _product(_rms_norm(hidden, layer.input_norm), layer.qkv).float()
             # Queries and keys rotate as one tensor: the same elementwise arithmetic, half the ops.
             rotated = _rotate(qkv[:, : query_size + key_size].view(positions, self.heads + self.kv_heads, self.head_dim), cos, sin)
@@ -199,6 +197,58 @@ class FusedDecodeStep:
             gate, up = _product(_rms_norm(hidden, layer.attention_norm), layer.gate_up).float().chunk(2, dim=-1)
             hidden = hidden + _product(F.silu(gate) * up, layer.down)
         return self.lm_head(_rms_norm(hidden, self.norm))
+
+
+class FusedDecodeStep:
+    """``step(input_ids, attention_mask, position_ids, cache)``: next-token logits, one row per sequence.
+
+    ``input_ids`` and ``position_ids`` are (rows, 1); ``attention_mask`` is (rows, cached + 1)
+    with 0 over left padding. One unpadded row may bring several tokens (rows 1, tokens n: a
+    draft to check, :mod:`.prompt_lookup`), each attending to the cache and the tokens before
+    it. ``cache`` is the transformers cache the model's forward filled, with
+    :class:`~langgraph_memagent.agents._kv_slab.SlabLayer` layers: the step writes the new keys
+    and values into their buffers and counts them.
+
+    ``compiled=True`` runs the same code compiled ahead of time by AOTInductor
+    (:class:`~langgraph_memagent.agents.compiled_step.CompiledStep`: one token per row, a
+    package per kind of batch, cached on disk). Inductor fuses the norms, rotations and casts
+    into its own loops, whose float32 rounding differs from the eager operations', and a
+    difference in the last bit can round an int4 kernel's bfloat16 input the other way: logits
+    are close to the model's, not bit for bit (up to 0.125 apart on one measured step, the same
+    greedy token; accuracy in BENCHMARKS.md section 10).
+    """
+
+    def __init__(self, model: Any, *, compiled: bool = False):
+        self.fused = _FusedLayers(model)
+        self.heads, self.kv_heads, self.head_dim = self.fused.heads, self.fused.kv_heads, self.fused.head_dim
+        self.layers = self.fused.layer_weights()
+        self.compiled = compiled
+        if compiled:
+            from .compiled_step import CompiledStep
+
+            self._forward = CompiledStep(self.fused)
+        else:
+            self._forward = functools.partial(self.fused.forward, layer_weights=self.layers)
+
+    def __call__(self, input_ids: Any, attention_mask: Any, position_ids: Any, cache: Any) -> Any:
+        """Logits (rows, vocabulary) for one new token per row; or (rows, tokens, vocabulary) when
+        ``input_ids`` holds several tokens of one unpadded row (a draft being verified, causally masked)."""
+        rows, tokens = input_ids.shape
+        length = cache.layers[0].get_seq_length()
+        buffers = [layer.buffers_with_room(tokens, contiguous=self.compiled) for layer in cache.layers]
+        if tokens > 1:
+            if rows != 1 or not bool(attention_mask.all()):
+                raise ValueError(f"several tokens per step need one unpadded row, got {rows} rows of {tokens} tokens")
+            # Token i sees the cache and the new tokens up to itself.
+            mask = torch.ones((tokens, length + tokens), dtype=torch.bool, device=input_ids.device).tril(length)
+        else:
+            # Like transformers' SDPA path: no mask when nothing is padded, else the query heads of
+            # each key/value head attend as a group of queries under one shared mask.
+            mask = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
+        logits = self._forward(input_ids, mask, position_ids, length, [keys for keys, _ in buffers], [values for _, values in buffers])
+        for layer in cache.layers:
+            layer.extend(tokens)
+        return logits if tokens == 1 else logits.view(rows, tokens, -1)
 
 
 def create_decode_step(model: Any, *, compiled: bool = False) -> FusedDecodeStep | None:

@@ -179,7 +179,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         None, description="'int4': 4-bit Linear layers on CPU (for the embedded model its GGUF's own codes), ~3x faster decoding; inference only."
     )
     compile_decode: bool = Field(
-        False, description="int4 Llama models: run the fused decode step through torch.compile (C++ wrapper), ~20% faster at batch 1 after a one-off compile."
+        False, description="int4 Llama models: run the fused decode step compiled ahead of time (AOTInductor), 1.3-1.5x the eager step at batch 1 after a one-off compile kept on disk."
     )
     prompt_lookup_num_tokens: int = Field(
         DRAFT_TOKENS,

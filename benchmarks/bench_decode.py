@@ -8,8 +8,9 @@ Q4_1 codes) through the model's forward; ``fused_int4`` is the same model throug
 engine's :class:`~langgraph_memagent.agents.fused_decode.FusedDecodeStep`; both prefill with the
 int4 kernel. ``engine`` is what ``load_chat_model`` builds: the fused step, and prefill through
 the layers' float32 weights where PyTorch's int4 kernel has no AVX-512 path; ``compiled`` is
-the engine with ``compile_decode=True`` (the fused step through ``torch.compile``, compiled
-before the rounds, its compile time reported apart). All run here
+the engine with ``compile_decode=True`` (the fused step compiled ahead of time by AOTInductor,
+compiled or loaded from the package cache before the rounds, that time reported apart); ``torch_compile`` is what ``compile_decode`` ran before: the same
+step through ``torch.compile`` (Dynamo, Inductor's C++ wrapper). All run here
 on the same prompts, interleaved round by round so machine noise hits them alike, at batch 1
 and batch 8 with a ``--prompt-tokens`` cache. Reports the median step time, decode tokens per
 second and prefill tokens per second. When ``llama-cpp-python`` is installed, llama.cpp runs
@@ -31,7 +32,7 @@ from typing import Any
 from ._common import OtherLoad, write_result
 
 NAME = "bench_decode"
-VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4", "engine", "compiled")  # how a step runs, then the weights when not float32
+VARIANTS = ("dynamic", "slab", "slab_int4", "fused_int4", "engine", "torch_compile", "compiled")  # how a step runs, then the weights when not float32
 LLAMA_CPP_INSTALL = (
     "pip install llama-cpp-python (builds llama.cpp from its sdist; a C++ compiler and cmake are needed; where a native "
     "build dies with 'Illegal instruction', as on a VM reporting AMX, build with CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" and the "
@@ -68,6 +69,19 @@ def _decode_steps(model: Any, prompt: Any, steps: int, *, slab: bool, fused: Any
             times.append(time.perf_counter() - start)
             token = logits.argmax(-1, keepdim=True)
     return times, prefill
+
+
+def _torch_compiled_step(model: Any) -> Any:
+    """The fused step through ``torch.compile`` with dynamic sizes, as ``compile_decode`` ran before AOTInductor."""
+    import functools
+
+    import torch
+
+    from langgraph_memagent.agents.fused_decode import create_decode_step
+
+    step = create_decode_step(model)
+    step._forward = torch.compile(functools.partial(step.fused.forward, layer_weights=step.layers), dynamic=True, options={"cpp_wrapper": True})
+    return step
 
 
 def llama_cpp_model(context_tokens: int, *, logits_all: bool = True, draft_tokens: int = 0, flash_attn: bool = True) -> Any:
@@ -193,18 +207,19 @@ def main(argv: list[str] | None = None) -> int:
     int4 = quantize_for_cpu(copy.deepcopy(model), "int4", prefill_weights="int4")
     engine = quantize_for_cpu(copy.deepcopy(model), "int4")
     compiled = quantize_for_cpu(copy.deepcopy(model), "int4")
-    models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4, "engine": engine, "compiled": compiled}
+    models = {"dynamic": model, "slab": model, "slab_int4": int4, "fused_int4": int4, "engine": engine, "torch_compile": compiled, "compiled": compiled}
     fused = {
         "fused_int4": create_decode_step(int4), "engine": create_decode_step(engine),
-        "compiled": create_decode_step(compiled, compiled=True),
+        "torch_compile": _torch_compiled_step(compiled), "compiled": create_decode_step(compiled, compiled=True),
     }
     compile_s = {}
-    for rows in (1, 8):  # one compile per batch shape, outside the timed rounds
-        started = time.perf_counter()
-        # At the rounds' prompt length: the cache's buffers then have the rounds' sizes, so no size the first compile
-        # happened to fix (a 32-token prompt's buffers matched a weight's size and were compiled as static) recompiles in round 1.
-        _decode_steps(compiled, torch.randint(100, 40_000, (rows, args.prompt_tokens)), 2, slab=True, fused=fused["compiled"])
-        compile_s[rows] = time.perf_counter() - started
+    for name in ("torch_compile", "compiled"):
+        for rows in (1, 8):  # one compile per kind of batch, outside the timed rounds
+            started = time.perf_counter()
+            # At the rounds' prompt length: torch.compile's first buffers then have the rounds' sizes, so no size
+            # that happened to equal a weight's (and was compiled as static) recompiles in round 1.
+            _decode_steps(compiled, torch.randint(100, 40_000, (rows, args.prompt_tokens)), 2, slab=True, fused=fused[name])
+            compile_s[f"{name}_{rows}"] = time.perf_counter() - started
     llm = llama_cpp_model(args.prompt_tokens + args.steps + 16)
     llm_batch = _LlamaCppBatch(llm, 8, args.prompt_tokens + args.steps + 16) if llm is not None else None
     variants = [*VARIANTS, *(["llama_cpp"] if llm is not None else [])]
@@ -255,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "settings": vars(args),
         "engine_prefill_path": prefill_path(engine),
-        "compile_s_by_rows": compile_s,
+        "compile_or_load_s": compile_s,
         "results": results,
         "slab_speedup": speedups,
         "int4_vs_float32_decode_tokens_per_s": int4_gain,
@@ -271,10 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{NAME}: slab vs dynamic step time {speedups[1]:.2f}x (batch 1), {speedups[8]:.2f}x (batch 8); int4 vs float32 decode "
         f"{int4_gain[1]:.2f}x (batch 1), {int4_gain[8]:.2f}x (batch 8); batch 8 vs 1 decode tokens/s "
         f"{batch_gain['slab']:.2f}x slab, {batch_gain['slab_int4']:.2f}x slab_int4, {batch_gain['fused_int4']:.2f}x fused_int4, "
-        f"{batch_gain['engine']:.2f}x engine, {batch_gain['compiled']:.2f}x compiled"
+        f"{batch_gain['engine']:.2f}x engine, {batch_gain['torch_compile']:.2f}x torch_compile, {batch_gain['compiled']:.2f}x compiled"
         + (f", {batch_gain['llama_cpp']:.2f}x llama.cpp" if llm is not None else "")
         + f" (prefill: {result['engine_prefill_path']}; "
-        f"compile {compile_s[1]:.0f} s + {compile_s[8]:.0f} s); "
+        f"compile or load: {', '.join(f'{key} {seconds:.0f} s' for key, seconds in compile_s.items())}); "
         f"llama.cpp: {result['llama_cpp']}; "
         f"other load {result['other_cpu_cores']:.2f} cores"
     )
