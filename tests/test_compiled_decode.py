@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
-def tiny_int4_llama(vocab_size: int = 512):
+def tiny_int4_llama(vocab_size: int = 49_152):  # the embedded tokenizer's: every test's model has the same shapes and shares packages
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from langgraph_memagent.agents.quantization import quantize_for_cpu
@@ -158,8 +158,7 @@ def test_a_compile_that_fails_leaves_no_file_and_a_draft_or_a_strided_buffer_is_
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(ValueError, match="the compiled step decodes one token per row, got 2; drafts are checked by the eager step"):
         step(torch.tensor([[3, 4]]), None, torch.tensor([[6, 7]]), 6, [], [])
-    monkeypatch.undo()
-    strided = torch.zeros(1, 2, 12, 16)[:, :, 2:]
+    strided = torch.zeros(1, 2, 12, 16)[:, :, 2:]  # refused before any package is loaded or compiled
     with torch.inference_mode(), pytest.raises(ValueError, match=r"the compiled step needs contiguous inputs; input 3 has strides \(384, 192, 16, 1\)"):
         step(torch.tensor([[3]]), None, torch.tensor([[6]]), 6, [strided, strided], [strided, strided])
 
