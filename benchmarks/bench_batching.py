@@ -81,8 +81,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model = load_chat_model("smollm2-135m", temperature=0, compile_decode=args.compile_decode)
     engine = model.engine
     model.invoke("Hello", max_tokens=4)  # warm-up: the first generate call is slower
-    if args.compile_decode:  # the compiles of several rows, padded or not, before any timing
+    if args.compile_decode:  # a package per kind of batch (several rows, padded or not), compiled or loaded before any timing
         model.batch(["Hello", "Name three colors of the rainbow, please."], max_tokens=8)
+        model.batch(["Hello", "Hello"], max_tokens=8)
     load_s = time.perf_counter() - start
     graph = build_memagent_graph(
         model, chunk_tokens=args.chunk_tokens, memory_tokens=args.memory_tokens, answer_tokens=args.answer_tokens
