@@ -91,8 +91,8 @@ class CompiledStep:
             raise ValueError(f"the compiled step decodes one token per row, got {tokens}; drafts are checked by the eager step")
         step_inputs = [input_ids, position_ids, *([] if mask is None else [mask]), torch.empty((length, 0)), *key_buffers, *value_buffers]
         # The package indexes its inputs by the example's contiguous strides and checks none: a strided view would be read wrong.
-        if not all(tensor.is_contiguous() for tensor in step_inputs):
-            strided = next(index for index, tensor in enumerate(step_inputs) if not tensor.is_contiguous())
+        strided = next((index for index, tensor in enumerate(step_inputs) if not tensor.is_contiguous()), None)
+        if strided is not None:
             raise ValueError(f"the compiled step needs contiguous inputs; input {strided} has strides {step_inputs[strided].stride()}")
         kind = self.kind(rows, mask is not None)
         runner = self._runners.get(kind) or self._load(kind)
