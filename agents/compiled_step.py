@@ -25,13 +25,13 @@ embedded model on 2 cores, seconds to load once cached).
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from .atomic_files import temporary_beside
 
 # Example sizes for the export: primes no weight dimension shares, so none is mistaken for another.
 _EXAMPLE_CACHED, _EXAMPLE_ROOM = 97, 131
@@ -108,21 +108,11 @@ class CompiledStep:
             if not path.is_file():
                 rows = {"one": "one row", "several": "several rows", "dense": "many rows"}[kind[0]]
                 print(f"compiling the decode step for {rows}{', padded' if kind[1] else ''} (once; kept in {path.parent})", file=sys.stderr)
-                self._compile(exported, path)
+                with temporary_beside(path, suffix=".pt2") as temporary:  # the packager insists on the ending
+                    torch._inductor.aoti_compile_and_package(exported, package_path=str(temporary))
         self.packages[kind] = path
         self._runners[kind] = torch._inductor.aoti_load_package(str(path))
         return self._runners[kind]
-
-    @staticmethod
-    def _compile(exported: Any, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".pt2")
-        os.close(handle)
-        try:
-            torch._inductor.aoti_compile_and_package(exported, package_path=temporary)
-            os.replace(temporary, path)
-        finally:
-            Path(temporary).unlink(missing_ok=True)
 
     def _example(self, kind: tuple[str, bool]) -> tuple[tuple, tuple]:
         """Example arguments of ``kind`` and which of their sizes are symbols."""

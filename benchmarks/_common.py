@@ -7,7 +7,6 @@ import os
 import platform
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -184,7 +183,8 @@ def earlier_result(parser: Any, path: Path, *sections: str) -> list[Any]:
 
 def write_result(name: str, result: dict[str, Any]) -> Path:
     """Write ``results/<name>.json`` atomically (temp file in the same directory, then rename)."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    from langgraph_memagent.agents.atomic_files import replacing
+
     path = RESULTS_DIR / f"{name}.json"
     payload = {
         "benchmark": name,
@@ -194,16 +194,10 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
         "machine": machine(),
         **result,
     }
-    fd, temp = tempfile.mkstemp(prefix=f".{name}-", suffix=".json", dir=RESULTS_DIR)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are for everyone to read
-        with os.fdopen(fd, "w") as handle:
-            json.dump(payload, handle, indent=2)
-            handle.write("\n")
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    with replacing(path) as handle:
+        os.fchmod(handle.fileno(), 0o644)  # temporary files are made 0600; results are for everyone to read
+        json.dump(payload, handle, indent=2)
+        handle.write("\n")
     return path
 
 

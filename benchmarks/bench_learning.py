@@ -65,7 +65,6 @@ import copy
 import json
 import logging
 import math
-import os
 import re
 import resource
 import shutil
@@ -174,9 +173,9 @@ def _train_seconds(trainer: Any) -> float | None:
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
-    temp = path.with_suffix(".tmp")
-    temp.write_text(json.dumps(payload, indent=2) + "\n")
-    os.replace(temp, path)
+    from langgraph_memagent.agents.atomic_files import write_atomic
+
+    write_atomic(path, json.dumps(payload, indent=2) + "\n")
 
 
 def by_gold_rank(evaluation: dict[str, Any], ranks: list[int | None]) -> dict[str, float]:

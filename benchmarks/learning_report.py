@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections import Counter
@@ -334,9 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = report(load_runs(args.results, args.adapter, args.baseline), args.decoding)
         if args.json is not None:
-            temp = args.json.with_suffix(".tmp")
-            temp.write_text(json.dumps(result, indent=2) + "\n")
-            os.replace(temp, args.json)
+            from langgraph_memagent.agents.atomic_files import write_atomic
+
+            write_atomic(args.json, json.dumps(result, indent=2) + "\n")
         if args.plot is not None:
             plot(result, args.plot)
     except (ValueError, OSError) as error:

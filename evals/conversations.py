@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import random
-import tempfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from ..agents.atomic_files import replacing
 
 
 ENTITY_POOLS = ("train", "test")
@@ -331,11 +331,8 @@ def generate_conversations(count: int, *, seed: int, entities: str = "train", **
 def write_conversations(path: str | Path, conversations: Sequence[dict[str, Any]]) -> Path:
     """Write ``conversations`` as one ``locomo10.json``-layout file, atomically; returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
+    with replacing(path) as out:
         json.dump(list(conversations), out, ensure_ascii=False, indent=1)
-    os.replace(temp, path)
     return path
 
 

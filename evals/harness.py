@@ -44,11 +44,12 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import LLMResult
 
+from ..agents.atomic_files import write_atomic
 from ..agents.loading import EMBEDDED_MODELS, context_window
 from ..graphs.registry import GRAPHS, GraphOptions, build_graph, default_graph_options
 from .lengths import ComparisonError, format_tokens
 from .report import ComparisonResult, resolve_flops_model, write_report
-from .results import MANIFEST_FILE, RESULTS_FILE, ResultsWriter, read_results, result_key, write_atomic
+from .results import MANIFEST_FILE, RESULTS_FILE, ResultsWriter, read_results, result_key
 
 
 SAMPLES_DIR = "samples"

@@ -72,12 +72,12 @@ def _lines(axes: "Axes", cells: Sequence["Cell"], value: Callable[["Cell"], floa
 def save_figure(figure: Any, path: str | Path) -> Path:
     """Write ``figure`` as a PNG at 120 dpi (making its folder) and release it; returns the path.
 
-    The PNG goes through :func:`~.results.replacing`, so an interrupted write never leaves a
+    The PNG goes through :func:`~langgraph_memagent.agents.atomic_files.replacing`, so an interrupted write never leaves a
     half-drawn figure at ``path``.
     """
     import matplotlib.pyplot as plt
 
-    from .results import replacing
+    from ..agents.atomic_files import replacing
 
     path = Path(path)
     with replacing(path, "wb") as file:

@@ -11,8 +11,9 @@ from typing import Any, Sequence
 
 from langchain_core.language_models import BaseChatModel
 
+from ..agents.atomic_files import write_atomic
 from .lengths import ComparisonError
-from .results import Cell, MANIFEST_FILE, RESULTS_FILE, read_results, write_atomic
+from .results import Cell, MANIFEST_FILE, RESULTS_FILE, read_results
 
 
 @dataclass

@@ -4,15 +4,13 @@ and the cells (one graph at one length) the tables and plots summarise them into
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import Any
 
+from ..agents.atomic_files import write_atomic
 from .lengths import ComparisonError
 
 
@@ -20,34 +18,6 @@ RESULTS_FILE = "results.jsonl"
 
 
 MANIFEST_FILE = "comparison.json"
-
-
-@contextmanager
-def replacing(path: Path, mode: str = "w") -> Iterator[IO]:
-    """A temporary file beside ``path``, renamed onto it when the block ends, so a kill never leaves half a file.
-
-    >>> import tempfile
-    >>> target = Path(tempfile.mkdtemp()) / "figure.bin"
-    >>> with replacing(target, "wb") as file:
-    ...     _ = file.write(b"whole")
-    >>> target.read_bytes(), [p.name for p in target.parent.iterdir()]
-    (b'whole', ['figure.bin'])
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as file:
-            yield file
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through :func:`replacing`."""
-    with replacing(path) as file:
-        file.write(text)
 
 
 def result_key(line: dict[str, Any]) -> tuple:

@@ -38,7 +38,6 @@ import json
 import os
 import random
 import string
-import tempfile
 import uuid
 import zlib
 from dataclasses import dataclass, replace
@@ -46,6 +45,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
+from ..agents.atomic_files import replacing
 from ..agents.calls import positive_int
 from ..agents.essays import essay_sentences, essay_slice
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
@@ -375,22 +375,6 @@ def _answer_prefix(sample: Sample) -> str:
     return sample.meta.get("answer_prefix", TEMPLATE_FAMILIES["qa"].answer_prefix)
 
 
-def _atomic_write(path: str | os.PathLike, lines: Iterable[str]) -> Path:
-    """Write through a temporary file in the same directory and rename: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            for line in lines:
-                file.write(line)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    return path
-
-
 def write_ruler_jsonl(samples: Iterable[Sample], path: str | os.PathLike, *, layout: Literal["ruler", "memagent"] = "ruler") -> Path:
     """Write RULER's JSON lines: the official generator's fields, or MemAgent's variant.
 
@@ -429,7 +413,9 @@ def write_ruler_jsonl(samples: Iterable[Sample], path: str | os.PathLike, *, lay
                 }
             yield json.dumps(record, ensure_ascii=False) + "\n"
 
-    return _atomic_write(path, lines())
+    with replacing(path) as file:
+        file.writelines(lines())
+    return Path(path)
 
 
 def write_memagent_eval(samples: Iterable[Sample], path: str | os.PathLike) -> Path:
@@ -445,5 +431,7 @@ def write_memagent_eval(samples: Iterable[Sample], path: str | os.PathLike) -> P
             yield ("," if index else "") + "\n" + json.dumps(record, ensure_ascii=False)
         yield "\n]\n"
 
-    return _atomic_write(path, lines())
+    with replacing(path) as file:
+        file.writelines(lines())
+    return Path(path)
 

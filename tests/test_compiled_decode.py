@@ -134,7 +134,7 @@ from langgraph_memagent.agents.compiled_step import CompiledStep
 from langgraph_memagent.agents.fused_decode import create_decode_step
 def refuse(*_):
     raise AssertionError("compiled again")
-CompiledStep._compile = staticmethod(refuse)
+torch._inductor.aoti_compile_and_package = refuse
 step = CompiledStep(create_decode_step(tiny_int4_llama()).fused, package_folder=__import__("pathlib").Path({str(tmp_path)!r}))
 with torch.inference_mode():
     torch.testing.assert_close(one_row_call(step)[0], torch.load({str(tmp_path / "expected.pt")!r}), atol=0, rtol=0)

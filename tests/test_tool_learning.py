@@ -474,8 +474,8 @@ def test_learning_report_refuses_other_files_and_mixed_question_sets_in_one_line
         ([str(results / "bench_learning_sumer_dev_run12_plainread.json"), str(results / "bench_learning_sumer_test_run12_plainread.json")],
          "the runs answered different question sets"),
         ([str(results / "bench_learning_sumer_test_run12_plainread.json"), "--decoding", "beam"], "the run has no 'beam' evaluation"),
-        ([str(results / "bench_learning_sumer_test_run12_plainread.json"), "--json", str(tmp_path / "no" / "report.json")],
-         f"No such file or directory: '{tmp_path / 'no' / 'report.tmp'}'"),
+        ([str(results / "bench_learning_sumer_test_run12_plainread.json"), "--json", str(tmp_path / "other.json" / "report.json")],
+         f"File exists: '{tmp_path / 'other.json'}'"),  # a file where the report's folder would go
     )
     for argv, expected in cases:
         assert main(argv) == 2
