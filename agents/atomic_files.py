@@ -1,8 +1,8 @@
 """Files written whole or not at all: a temporary file beside the target, renamed onto it at the end.
 
 A rename within one folder is atomic, so a reader (or a run resumed after a kill) sees either the
-old file or the new one, never half of one. Every cache, result and package of the project is
-written this way.
+old file or the new one, never half of one. Results, figures, generated data files and compiled
+packages are written this way.
 
 >>> import tempfile
 >>> target = Path(tempfile.mkdtemp()) / "figure.bin"

@@ -220,7 +220,6 @@ class FusedDecodeStep:
 
     def __init__(self, model: Any, *, compiled: bool = False):
         self.fused = _FusedLayers(model)
-        self.heads, self.kv_heads, self.head_dim = self.fused.heads, self.fused.kv_heads, self.fused.head_dim
         self.layers = self.fused.layer_weights()
         self.compiled = compiled
         if compiled:

@@ -82,6 +82,8 @@ SPLITS = {
     "test2": {"seed": 30_000, "key_pool": "test"},
     # Untouched until the search curriculum's recipe (BENCHMARKS section 11, run 42) was fixed on dev.
     "test3": {"seed": 50_000, "key_pool": "test"},
+    # Untouched, kept for the longer reading stage (BENCHMARKS section 11, 2026-12-02) on seeds it was not tried on.
+    "test4": {"seed": 60_000, "key_pool": "test"},
     # Generated conversations only: the same facts as dev, said and asked in other words (evals.conversations'
     # wording="varied"), to tune against wording, and an untouched test set in that wording.
     "dev-varied": {"seed": 10_000, "key_pool": "train", "wording": "varied"},
@@ -458,7 +460,7 @@ def across_runs(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out set: dev (or dev-varied, the same facts in other words) for tuning; test, test2 or test-varied once per reported recipe (default: %(default)s)")
+    parser.add_argument("--split", choices=tuple(SPLITS), default="dev", help="held-out set: dev (or dev-varied, the same facts in other words) for tuning; test, test2, test3, test4 or test-varied once per reported recipe (default: %(default)s)")
     parser.add_argument("--seeds", type=int, nargs="*", default=None, help="one training run per seed (seed and data_seed); default: one run with the preset's")
     parser.add_argument("--eval-questions", type=int, default=32, help="held-out questions (default: %(default)s)")
     parser.add_argument("--eval-samples", type=int, default=4, help="sampled rollouts per held-out question (default: %(default)s)")

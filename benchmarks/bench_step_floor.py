@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     model = quantize_for_cpu(AutoModelForCausalLM.from_pretrained(embedded_model_dir()).eval(), "int4")
     step = create_decode_step(model)
-    heads, kv_heads, head_dim, hidden_size = step.heads, step.kv_heads, step.head_dim, model.config.hidden_size
+    heads, kv_heads, head_dim, hidden_size = step.fused.heads, step.fused.kv_heads, step.fused.head_dim, model.config.hidden_size
     intermediate = model.config.intermediate_size
     row_counts = [int(r) for r in args.rows.split(",")]
 

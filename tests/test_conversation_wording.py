@@ -78,7 +78,7 @@ def test_wording_effect_reproduces_the_committed_dev_figures_and_refuses_unpaire
     # Unpaired inputs get one line each, never a traceback.
     with pytest.raises(SystemExit):
         wording_effect.main([str(RESULTS / "bench_sumer_episodes_dev48_test2_adapters.json"), str(RESULTS / "bench_sumer_episodes_locomo81_test2_adapters.json")])
-    assert "runs on generated splits ['dev', 'test', 'test2', 'test3', 'dev-varied', 'test-varied'], got ['dev', 'locomo']" in capsys.readouterr().err
+    assert "runs on generated splits ['dev', 'test', 'test2', 'test3', 'test4', 'dev-varied', 'test-varied'], got ['dev', 'locomo']" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"need a plain split and the varied split of the same seed \(dev, dev-varied\), got \['dev-varied', 'dev'\]"):
         wording_effect.check_pair(varied, plain)
     (tmp_path / "other.json").write_text("[1, 2]")

@@ -798,3 +798,15 @@ def test_writing_benchmark_classes_each_stored_line_by_position_and_evidence(cap
         with pytest.raises(SystemExit):
             bench_agemem_writing.main(argv)
         assert expected in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_every_held_out_split_asks_its_own_conversations():
+    """A split added by copying another's seed would repeat its conversations (the varied splits reword their plain twin)."""
+    from benchmarks import bench_learning
+
+    documents = {
+        split: {record["document"] for record in bench_learning.held_out_conversations(split, 8)}
+        for split, spec in bench_learning.SPLITS.items() if "wording" not in spec
+    }
+    for split, held in documents.items():
+        assert not any(held & other for name, other in documents.items() if name != split), split
