@@ -18,7 +18,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 
 @contextmanager
@@ -30,6 +30,7 @@ def temporary_beside(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.fchmod(handle, 0o644)  # mkstemp makes files 0600; results and caches are for everyone to read, as open() makes them
     os.close(handle)
     try:
         yield Path(temporary)
@@ -45,10 +46,10 @@ def replacing(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         yield file
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` through :func:`replacing`; returns the path."""
+def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
+    """Write ``text`` (a string, or strings one after another) to ``path`` through :func:`replacing`; returns the path."""
     with replacing(path) as file:
-        file.write(text)
+        file.writelines([text] if isinstance(text, str) else text)
     return Path(path)
 
 

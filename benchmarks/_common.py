@@ -183,7 +183,7 @@ def earlier_result(parser: Any, path: Path, *sections: str) -> list[Any]:
 
 def write_result(name: str, result: dict[str, Any]) -> Path:
     """Write ``results/<name>.json`` atomically (temp file in the same directory, then rename)."""
-    from langgraph_memagent.agents.atomic_files import replacing
+    from langgraph_memagent.agents.atomic_files import write_atomic
 
     path = RESULTS_DIR / f"{name}.json"
     payload = {
@@ -194,11 +194,7 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
         "machine": machine(),
         **result,
     }
-    with replacing(path) as handle:
-        os.fchmod(handle.fileno(), 0o644)  # temporary files are made 0600; results are for everyone to read
-        json.dump(payload, handle, indent=2)
-        handle.write("\n")
-    return path
+    return write_atomic(path, json.dumps(payload, indent=2) + "\n")
 
 
 def run_compare_benchmark(name: str, settings: dict[str, Any], config: Any, **model_options: Any) -> int:

@@ -45,7 +45,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal
 
-from ..agents.atomic_files import replacing
+from ..agents.atomic_files import write_atomic
 from ..agents.calls import positive_int
 from ..agents.essays import essay_sentences, essay_slice
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
@@ -413,9 +413,7 @@ def write_ruler_jsonl(samples: Iterable[Sample], path: str | os.PathLike, *, lay
                 }
             yield json.dumps(record, ensure_ascii=False) + "\n"
 
-    with replacing(path) as file:
-        file.writelines(lines())
-    return Path(path)
+    return write_atomic(path, lines())
 
 
 def write_memagent_eval(samples: Iterable[Sample], path: str | os.PathLike) -> Path:
@@ -431,7 +429,5 @@ def write_memagent_eval(samples: Iterable[Sample], path: str | os.PathLike) -> P
             yield ("," if index else "") + "\n" + json.dumps(record, ensure_ascii=False)
         yield "\n]\n"
 
-    with replacing(path) as file:
-        file.writelines(lines())
-    return Path(path)
+    return write_atomic(path, lines())
 

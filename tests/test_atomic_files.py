@@ -21,4 +21,9 @@ def test_a_path_writer_gets_a_path_with_its_ending_in_a_folder_made_for_it(tmp_p
         assert temporary.parent == target.parent and temporary.name.endswith(".pt2") and temporary.name != target.name
         temporary.write_bytes(b"package")
     assert target.read_bytes() == b"package"
+    assert target.stat().st_mode & 0o777 == 0o644  # readable by all, as a plain open() makes it
     assert [path.name for path in target.parent.iterdir()] == ["package.pt2"]
+
+
+def test_lines_are_written_one_after_another(tmp_path):
+    assert write_atomic(tmp_path / "a.jsonl", (f"{n}\n" for n in range(3))).read_text() == "0\n1\n2\n"
