@@ -435,7 +435,6 @@ def test_learning_report_reads_episode_files_and_gives_the_agemem_chains_test3_f
     assert [round(steps[key], 1) for key in ("mean", "sd")] == [1.7, 8.3]
 
 
-
 def test_learning_report_gives_the_64_step_chains_test4_figures(tmp_path):
     from benchmarks.learning_report import main
 
@@ -452,6 +451,7 @@ def test_learning_report_gives_the_64_step_chains_test4_figures(tmp_path):
     runs = json.loads((tmp_path / "chain.json").read_text())["runs"]
     assert [round(run["changes"]["all"]["retrieval_recall"]["change"], 1) for run in runs] == [46.9, 46.9]
     assert [round(run["f1_without_shortcuts"]["change"], 1) for run in runs] == [44.0, 55.1]
+
 
 def test_learning_report_draws_each_run_and_the_seed_mean_with_their_intervals(tmp_path):
     from benchmarks.learning_report import forest_rows, load_runs, main, plot, report
