@@ -441,14 +441,14 @@ def test_learning_report_gives_the_64_step_chains_test4_figures(tmp_path):
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     # Seeds 59 and 60 of the 64-step recipe, measured once on test4: the figures BENCHMARKS.md and README give.
     seeds = [str(results / f"bench_agemem_episodes_test4_reader{seed}_read64.json") for seed in (59, 60)]
+    reports = {}
     for options, f1 in (([], [(43.4, 8.8), (55.9, 9.1)]), (["--decoding", "sampled"], [(47.9, 8.5), (46.4, 8.6)]),
                         (["--adapter", "sumer"], [(33.7, 8.3), (30.7, 8.5)]), (["--baseline", "sumer"], [(9.7, 4.7), (25.1, 7.5)])):
         assert main([*seeds, *options, "--json", str(tmp_path / "report.json")]) == 0
-        runs = json.loads((tmp_path / "report.json").read_text())["runs"]
+        runs = reports[tuple(options)] = json.loads((tmp_path / "report.json").read_text())["runs"]
         assert [tuple(round(run["changes"]["all"]["f1"][key], 1) for key in ("change", "standard_error")) for run in runs] == f1
-    # Greedy, both chains find an evidence line on the same questions: +46.9 ± 8.7 recall points each.
-    assert main([*seeds, "--json", str(tmp_path / "chain.json")]) == 0
-    runs = json.loads((tmp_path / "chain.json").read_text())["runs"]
+    # The greedy chains: the same retrieval recall, +46.9 ± 8.7 points each; F1 without shortcuts.
+    runs = reports[()]
     assert [round(run["changes"]["all"]["retrieval_recall"]["change"], 1) for run in runs] == [46.9, 46.9]
     assert [round(run["f1_without_shortcuts"]["change"], 1) for run in runs] == [44.0, 55.1]
 
