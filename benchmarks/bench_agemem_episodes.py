@@ -13,7 +13,8 @@ with its standard error. Shortcut checks: F1 without the yes/no questions, answe
 with no retrieval, and answers that score while memory holds no evidence turn.
 
 Each policy's result is written as soon as it is measured, and a rerun with the same
-settings keeps the policies already measured, so an interrupted run resumes.
+settings keeps the policies already measured, so an interrupted run resumes. A later seed's run can
+take the untrained policy from an earlier file of the same settings with ``--untrained-from``.
 
     python -m benchmarks.bench_agemem_episodes --split dev --questions 16 \\
         --adapters runs/agemem-write45/checkpoint-4 -- --agemem_write_mode line
@@ -75,9 +76,31 @@ def _kept_policies(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     return earlier["policies"] if earlier.get("settings") == settings else {}
 
 
+def untrained_from(path: Path, header: dict[str, Any]) -> dict[str, Any]:
+    """The untrained policy's evaluations from another results file of the same settings and questions, so a later
+    seed's file pairs its adapters with the baseline already measured instead of decoding it again.
+
+    >>> untrained_from(Path("missing.json"), {})
+    Traceback (most recent call last):
+    ValueError: --untrained-from: cannot read missing.json as a results file (FileNotFoundError)
+    """
+    try:
+        earlier = json.loads(path.read_text())
+        policy = earlier["policies"]["untrained"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"--untrained-from: cannot read {path} as a results file ({type(error).__name__})") from None
+    if earlier.get("settings") != header["settings"]:
+        raise ValueError(f"--untrained-from: {path} was measured with settings {earlier.get('settings')}, expected {header['settings']}")
+    if earlier.get("questions") != header["questions"]:
+        raise ValueError(f"--untrained-from: {path} asked other questions than this run's {len(header['questions'])}")
+    return policy
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = episode_parser(NAME, __doc__.splitlines()[0], "cpu-agemem")
     parser.add_argument("--samples", type=int, default=1, help="sampled rollouts a question at T = 1; 0 = greedy only (default: %(default)s)")
+    parser.add_argument("--untrained-from", type=Path, metavar="FILE",
+                        help="keep the untrained policy from this earlier results file of the same settings instead of measuring it again")
     args = checked_episode_args(parser, argv)
     if args.samples < 0:
         parser.error(f"--samples must be >= 0 (0 = greedy only), got {args.samples}")
@@ -102,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = {"split": args.split, "questions": len(records), "samples": args.samples, "trainer_args": args.trainer_args}
     header = {"settings": settings, "questions": [r["question"] for r in records], "gold": [r["answers"] for r in records]}
     policies = _kept_policies(_common.RESULTS_DIR / f"{args.name}.json", settings)
+    if args.untrained_from and "untrained" not in policies:
+        try:
+            policies = {"untrained": untrained_from(args.untrained_from, header), **policies}
+        except ValueError as error:
+            parser.error(str(error))
 
     def measure(policy: Any, name: str) -> dict[str, Any]:
         result = {}

@@ -82,3 +82,11 @@ def test_agemem_episode_benchmark_pairs_each_decodings_measures_by_question_and_
     assert bench_agemem_episodes.main(argv) == 0
     assert "untrained: kept from an earlier run with these settings" in capsys.readouterr().out
     assert json.loads((tmp_path / "results" / "episodes.json").read_text())["policies"] == result["policies"]
+
+    # A later seed's file takes the untrained policy from this one instead of measuring it again; other settings are refused.
+    later = ["--questions", "2", "--samples", "2", "--name", "later", "--untrained-from", str(tmp_path / "results" / "episodes.json")]
+    assert bench_agemem_episodes.main([*later, "--", *trainer]) == 0
+    assert json.loads((tmp_path / "results" / "later.json").read_text())["policies"] == {"untrained": result["policies"]["untrained"]}
+    with pytest.raises(SystemExit):
+        bench_agemem_episodes.main([*later[:3], "1", *later[4:], "--", *trainer])
+    assert f"--untrained-from: {tmp_path / 'results' / 'episodes.json'} was measured with settings {{'split': 'dev', 'questions': 2, 'samples': 2" in capsys.readouterr().err
