@@ -172,13 +172,13 @@ def _running_module(name: str) -> str:
     return module if module.startswith("bench_") else name
 
 
-def earlier_result(parser: Any, path: Path, *sections: str) -> list[Any]:
-    """``sections`` of an earlier result file of the running benchmark (``--before``); a bad file is one ``parser.error``."""
+def earlier_result(parser: Any, path: Path, *sections: str, option: str = "--before") -> list[Any]:
+    """``sections`` of an earlier result file of the running benchmark, named by ``option``; a bad file is one ``parser.error``."""
     try:
         earlier = json.loads(path.read_text())
         return [earlier[section] for section in sections]
     except (OSError, ValueError, KeyError, TypeError) as error:
-        parser.error(f"--before must be a result file of this benchmark, got {str(path)!r} ({type(error).__name__}: {error})")
+        parser.error(f"{option} must be a result file of this benchmark, got {str(path)!r} ({type(error).__name__}: {error})")
 
 
 def write_result(name: str, result: dict[str, Any]) -> Path:

@@ -27,13 +27,14 @@ episode starts from a memory that holds the question's evidence turns among othe
 
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from . import _common
-from ._common import OtherLoad, write_result
+from ._common import OtherLoad, earlier_result, write_result
 from .bench_learning import tool_use
 from .bench_sumer_episodes import checked_episode_args, episode_parser, episode_records, shortcut_checks
 from .learning_report import scored_by_f1
@@ -76,24 +77,18 @@ def _kept_policies(path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     return earlier["policies"] if earlier.get("settings") == settings else {}
 
 
-def untrained_from(path: Path, header: dict[str, Any]) -> dict[str, Any]:
+def untrained_from(parser: argparse.ArgumentParser, path: Path, header: dict[str, Any]) -> dict[str, Any]:
     """The untrained policy's evaluations from another results file of the same settings and questions, so a later
-    seed's file pairs its adapters with the baseline already measured instead of decoding it again.
-
-    >>> untrained_from(Path("missing.json"), {})
-    Traceback (most recent call last):
-    ValueError: --untrained-from: cannot read missing.json as a results file (FileNotFoundError)
-    """
-    try:
-        earlier = json.loads(path.read_text())
-        policy = earlier["policies"]["untrained"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"--untrained-from: cannot read {path} as a results file ({type(error).__name__})") from None
-    if earlier.get("settings") != header["settings"]:
-        raise ValueError(f"--untrained-from: {path} was measured with settings {earlier.get('settings')}, expected {header['settings']}")
-    if earlier.get("questions") != header["questions"]:
-        raise ValueError(f"--untrained-from: {path} asked other questions than this run's {len(header['questions'])}")
-    return policy
+    seed's file pairs its adapters with the baseline already measured instead of decoding it again; a bad or other
+    file is one parser error."""
+    settings, questions, policies = earlier_result(parser, path, "settings", "questions", "policies", option="--untrained-from")
+    if settings != header["settings"]:
+        parser.error(f"--untrained-from: {path} was measured with settings {settings}, expected {header['settings']}")
+    if questions != header["questions"]:
+        parser.error(f"--untrained-from: {path} asked other questions than this run's {len(header['questions'])}")
+    if "untrained" not in policies:
+        parser.error(f"--untrained-from: {path} has no untrained policy")
+    return policies["untrained"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,10 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     header = {"settings": settings, "questions": [r["question"] for r in records], "gold": [r["answers"] for r in records]}
     policies = _kept_policies(_common.RESULTS_DIR / f"{args.name}.json", settings)
     if args.untrained_from and "untrained" not in policies:
-        try:
-            policies = {"untrained": untrained_from(args.untrained_from, header), **policies}
-        except ValueError as error:
-            parser.error(str(error))
+        policies = {"untrained": untrained_from(parser, args.untrained_from, header), **policies}
 
     def measure(policy: Any, name: str) -> dict[str, Any]:
         result = {}

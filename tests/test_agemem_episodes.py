@@ -90,3 +90,6 @@ def test_agemem_episode_benchmark_pairs_each_decodings_measures_by_question_and_
     with pytest.raises(SystemExit):
         bench_agemem_episodes.main([*later[:3], "1", *later[4:], "--", *trainer])
     assert f"--untrained-from: {tmp_path / 'results' / 'episodes.json'} was measured with settings {{'split': 'dev', 'questions': 2, 'samples': 2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench_agemem_episodes.main(["--questions", "2", "--name", "other", "--untrained-from", str(tmp_path / "missing.json"), "--", *trainer])
+    assert f"--untrained-from must be a result file of this benchmark, got '{tmp_path / 'missing.json'}' (FileNotFoundError" in capsys.readouterr().err
