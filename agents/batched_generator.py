@@ -19,7 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,12 +45,29 @@ class Completion:
     completion_logprobs: list[float] | None = None
 
 
+TokenListener = Callable[[list[int]], None]
+"""Called on the engine's thread with each step's new token ids of one request (streaming)."""
+
+
 @dataclass
 class _Request:
     prompt_ids: list[int]
     params: SamplingParams
     constraint: TokenConstraint | None = None  # the grammar this generation follows, if any
-    future: Future = field(default_factory=Future)
+    future: Future = field(default_factory=Future)  # cancelled by the caller: the request leaves at the next step
+    on_tokens: TokenListener | None = None
+
+    def finish(self, completion: Completion) -> None:
+        try:
+            self.future.set_result(completion)
+        except InvalidStateError:  # cancelled by its caller meanwhile: no one to tell
+            pass
+
+    def fail(self, error: BaseException) -> None:
+        try:
+            self.future.set_exception(error)
+        except InvalidStateError:
+            pass
 
 
 @dataclass
@@ -194,14 +211,21 @@ class BatchedGenerator:
 
         return cls(on_a_passing_thread(build), AutoTokenizer.from_pretrained(model_path), **options)
 
-    def submit(self, prompt_ids: list[int], params: SamplingParams, grammar: str | None = None) -> Future:
+    def submit(
+        self, prompt_ids: list[int], params: SamplingParams, grammar: str | None = None, on_tokens: TokenListener | None = None
+    ) -> Future:
         """Queue one generation, following ``grammar`` (llguidance Lark, see :mod:`.constrained`) if given;
-        the future resolves to a :class:`Completion`."""
+        the future resolves to a :class:`Completion`.
+
+        ``on_tokens`` hears each step's new token ids on the engine's thread, before the future
+        resolves (streaming); it must not block. Cancelling the future ends the generation at the
+        next step, freeing its row for others.
+        """
         if not prompt_ids:
             raise ValueError("prompt_ids must hold at least one token")
         if self._closed:
             raise RuntimeError("the generation engine is closed: load the model again")
-        request = _Request(list(prompt_ids), params, self._constraint(grammar) if grammar is not None else None)
+        request = _Request(list(prompt_ids), params, self._constraint(grammar) if grammar is not None else None, on_tokens=on_tokens)
         with self._serving_lock:
             if not self._served_by_caller and (self._worker is None or not self._worker.is_alive()):
                 self._start_worker()
@@ -261,10 +285,12 @@ class BatchedGenerator:
                     self.prefixes.clear()
             joining = []
             for request in arrivals:
+                if request.future.cancelled():
+                    continue
                 try:
                     row, cache = self._prefill(request)
                 except BaseException as error:  # the caller must hear about it
-                    request.future.set_exception(error)
+                    request.fail(error)
                     continue
                 if not self._finish_if_done(row):
                     joining.append((cache, row.length))
@@ -282,21 +308,20 @@ class BatchedGenerator:
                             rows = [rows[i] for i in batch.remove(leaving)]
             except BaseException as error:
                 for row in rows:
-                    if not row.request.future.done():
-                        row.request.future.set_exception(error)
+                    row.request.fail(error)
                 rows, batch = [], _DecodeBatch(self.device, self.max_batch_size)
 
     def _stop(self, unfinished: list[_Request]) -> None:
         error = RuntimeError("the generation engine was closed (the process is exiting) before this request finished")
         for request in unfinished:
-            request.future.set_exception(error)
+            request.fail(error)
         while True:  # requests queued behind the stop
             try:
                 request = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if request is not None:
-                request.future.set_exception(error)
+            if isinstance(request, _Request):
+                request.fail(error)
 
     def _prefill(self, request: _Request) -> tuple[_Row, Any]:
         import torch
@@ -322,6 +347,7 @@ class BatchedGenerator:
         row = _Row(request, [token], len(request.prompt_ids))
         if logprobs is not None:
             row.logprobs.append(float(logprobs[0, token]))
+        _tell(request, [token])
         return row, output.cache
 
     def _decode_step(self, rows: list[_Row], batch: _DecodeBatch) -> None:
@@ -352,6 +378,7 @@ class BatchedGenerator:
                 row.logprobs.append(picked[index])
             if constraint is not None:
                 constraint.advance(token)
+            _tell(row.request, [token])
 
     def _check_draft(self, row: _Row, batch: _DecodeBatch) -> bool:
         """Prompt lookup decoding (:mod:`.prompt_lookup`) for a lone greedy row: False where it does not apply.
@@ -380,21 +407,39 @@ class BatchedGenerator:
         self.accepted_tokens += kept - 1
         row.generated.extend(picked[:kept])
         row.length += kept
+        _tell(row.request, picked[:kept])
         return True
 
     def _finish_if_done(self, row: _Row) -> bool:
-        """Resolve the row's future if it hit end-of-sequence or its token limit."""
+        """Resolve the row's future if it hit end-of-sequence, a stop string or its token limit; True
+        when the row leaves the batch (so does a row whose caller cancelled it)."""
         ids, params = row.generated, row.request.params
-        if ids[-1] in self.eos_token_ids:
+        if row.request.future.cancelled():
+            return True
+        text = self.tokenizer.decode(ids, skip_special_tokens=True) if params.stop else None
+        cut = min((found for stop in params.stop if (found := text.find(stop)) >= 0), default=None) if params.stop else None
+        if cut is not None:
+            finish_reason, text = "stop", text[:cut]
+        elif ids[-1] in self.eos_token_ids:
             finish_reason = "stop"  # the EOS token stays: a trainer must learn to emit it
         elif len(ids) >= params.max_tokens:
             finish_reason = "length"
         else:
             return False
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True) if text is None else text
         sampled = row.logprobs if params.reports_logprobs else None
-        row.request.future.set_result(Completion(row.request.prompt_ids, list(ids), text, finish_reason, sampled))
+        row.request.finish(Completion(row.request.prompt_ids, list(ids), text, finish_reason, sampled))
         return True
+
+
+def _tell(request: _Request, tokens: list[int]) -> None:
+    """Hand a step's new tokens to the request's listener; a listener that fails (its caller went
+    away) is dropped, never the row or the batch."""
+    if request.on_tokens is not None:
+        try:
+            request.on_tokens(list(tokens))
+        except Exception:
+            request.on_tokens = None
 
 
 def _continuing(keys: Any, values: Any) -> Any:
@@ -550,4 +595,4 @@ def shared_engine(
         return _ENGINES[key]
 
 
-__all__ = ["BatchedGenerator", "Completion", "shared_engine"]
+__all__ = ["BatchedGenerator", "Completion", "TokenListener", "shared_engine"]

@@ -8,9 +8,10 @@ which server it was talking to, so a user can act on it.
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypedDict
+from typing import Any, Sequence
 
 from langchain_core.messages import BaseMessage
+from typing_extensions import TypedDict
 
 
 class TokenUsage(TypedDict):

@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar, get_type_hints
 
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import get_runtime
+from pydantic import BaseModel, create_model
 
 DEFAULT_RECURSION_LIMIT = 25  # LangGraph's own default
 GraphT = TypeVar("GraphT", bound="RecursionSizedGraph")
@@ -112,6 +113,19 @@ class RecursionSizedGraph(CompiledStateGraph):
         config = await asyncio.to_thread(self.prepare_config, input, config, kwargs)
         async for chunk in super().astream(input, config, **kwargs):
             yield chunk
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """The input TypedDict as a pydantic model whose optional keys are optional arguments.
+
+        LangGraph gives a root model of the TypedDict, from which LangChain's ``as_tool`` makes
+        every key a required argument; a caller of the tool would have to pass a graph's
+        optional inputs (SUMER's ``turns``, ``conversation_id``, ...) too.
+        """
+        typed = self.builder.input_schema
+        hints = get_type_hints(typed)
+        required = getattr(typed, "__required_keys__", frozenset(hints))
+        fields: dict[str, Any] = {key: (hint, ...) if key in required else (Optional[hint], None) for key, hint in hints.items()}
+        return create_model(self.get_name("Input"), __doc__=typed.__doc__, **fields)
 
     @classmethod
     def from_compiled(cls: type[GraphT], compiled: CompiledStateGraph, **attributes: Any) -> GraphT:

@@ -11,7 +11,9 @@ Grammars are llguidance's Lark dialect, whose ``%json {schema}`` rule is a JSON 
   :func:`~.tool_calling.forced_reply_prefix`: the tool's name (for ``"required"``),
   arguments that validate against its parameters' schema, and the closing tag;
 - :func:`auto_call_grammar`: free text, or calls once the reply opens ``<tool_call>``;
-- :func:`json_reply_grammar`: one JSON value under a schema (``response_format``).
+- :func:`json_reply_grammar`: one JSON value under a schema (``response_format``);
+- :func:`answer_grammar`: a final answer in the ``\boxed{}`` form the prompt asks for (MemAgent's
+  answer on the local backends).
 
 >>> tools = [{"type": "function", "function": {"name": "search", "parameters": {
 ...     "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
@@ -302,6 +304,27 @@ def json_reply_grammar(schema: dict[str, Any], max_tokens: int, count: Count = l
     return f"start: {_json_rule(schema, max_tokens - 1, count)}"
 
 
+# What a constrained final answer opens and closes with, by final-prompt style (agents.prompts).
+_ANSWER_FORMS = {"boxed": ("\\boxed{", "}"), "answer_is": ("The answer is ", ".")}
+_ANSWER_FRAME_TOKENS = 8  # the opening and closing text, counted generously
+
+
+def answer_grammar(style: str, max_tokens: int) -> str:
+    r"""A final answer in the form the prompt ``style`` asks for and nothing else: ``\boxed{...}``
+    (or "The answer is ...."), its answer one line of at most ``max_tokens - 8`` tokens, so that
+    the closing text always fits.
+
+    >>> print(answer_grammar("boxed", 24))
+    start: "\\boxed{" answer "}"
+    answer[max_tokens=16]: /[^{}\n]+/
+    """
+    if style not in _ANSWER_FORMS:
+        raise ValueError(f"style must be one of {sorted(_ANSWER_FORMS)}, got {style!r}")
+    opening, closing = _ANSWER_FORMS[style]
+    tokens = max(1, max_tokens - _ANSWER_FRAME_TOKENS)
+    return f"start: {_lark_string(opening)} answer {_lark_string(closing)}\nanswer[max_tokens={tokens}]: /[^{{}}\\n]+/"
+
+
 @functools.lru_cache(maxsize=8)
 def token_counter(tokenizer: Any) -> Count:
     """How many tokens a transformers ``tokenizer`` makes of a text; one cached counter per
@@ -382,4 +405,4 @@ def mask_logits(logits: Any, constraints: Sequence[TokenConstraint | None]) -> A
     return masked
 
 
-__all__ = ["GrammarTokenizer", "TokenConstraint", "auto_call_grammar", "forced_call_grammar", "json_reply_grammar", "mask_logits", "token_counter"]
+__all__ = ["GrammarTokenizer", "TokenConstraint", "answer_grammar", "auto_call_grammar", "forced_call_grammar", "json_reply_grammar", "mask_logits", "token_counter"]

@@ -16,30 +16,32 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+import queue
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, ToolCall
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, InvalidToolCall, ToolCall
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .batched_generator import BatchedGenerator, Completion, shared_engine
+from .batched_generator import BatchedGenerator, Completion, TokenListener, shared_engine
 from .constrained import token_counter
 from .prompt_lookup import DRAFT_TOKENS
 from .sampling import SamplingParams
+from .streaming import TextDeltas
 from .structured_output import JsonSchemaOutput, reply_grammar
 from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_prompt, prepare_turn
 
 
 _SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty", "prompt_lookup_num_tokens")
-_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format")
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format", "grammar")
 
 
 def token_level_result(
@@ -61,6 +63,21 @@ def token_level_result(
     sampling ones, or the embedded engine's under the model's own distribution at the
     temperature (before grammar masks and top-p, as a trainer's forward pass computes them).
     """
+    usage, metadata = _usage_and_metadata(prompt_ids, completion_ids, model_name, finish_reason, completion_logprobs)
+    message = AIMessage(
+        content=text,
+        tool_calls=list(tool_calls),
+        invalid_tool_calls=list(invalid_tool_calls),
+        usage_metadata=usage,
+        response_metadata=metadata,
+    )
+    return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _usage_and_metadata(
+    prompt_ids: list[int], completion_ids: list[int], model_name: str, finish_reason: str,
+    completion_logprobs: Sequence[float | None] | None = None,
+) -> tuple[dict[str, int], dict[str, Any]]:
     usage = {
         "input_tokens": len(prompt_ids),
         "output_tokens": len(completion_ids),
@@ -74,14 +91,7 @@ def token_level_result(
     }
     if completion_logprobs is not None:
         metadata["completion_logprobs"] = list(completion_logprobs)
-    message = AIMessage(
-        content=text,
-        tool_calls=list(tool_calls),
-        invalid_tool_calls=list(invalid_tool_calls),
-        usage_metadata=usage,
-        response_metadata=metadata,
-    )
-    return ChatResult(generations=[ChatGeneration(message=message)])
+    return usage, metadata
 
 
 def default_sampling(generation_config: dict[str, Any] | None) -> tuple[float, float]:
@@ -123,6 +133,7 @@ class _PendingCall:
 
     future: Future
     turn: ToolTurn
+    stop: tuple[str, ...] = ()
 
 
 class LocalChatModel(JsonSchemaOutput, BaseChatModel):
@@ -164,6 +175,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     """
 
     model_config = ConfigDict(protected_namespaces=())
+    decodes_grammars: ClassVar[bool] = True  # a call may pass ``grammar=`` (llguidance Lark); see agents.constrained
 
     model_path: str = Field(description="Local transformers model directory (config, weights, tokenizer).")
     max_tokens: int = Field(1024, description="Default generation limit per call (MemAgent: 1024).")
@@ -185,6 +197,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         DRAFT_TOKENS,
         description="int4 Llama models, greedy calls decoded alone: tokens drafted from the prompt and checked in one forward (prompt lookup decoding); 0 = off. Per call too; models that differ only here share one engine.",
     )
+    stop: list[str] | None = Field(None, description="Strings that end every reply where they first appear, cut from its text (per call too).")
     max_batch_size: int = Field(8, description="Most calls decoded together in one step.")
     batch_window_ms: float = Field(30.0, description="How long the first call after an idle spell waits for others.")
     prefix_cache_size: int = Field(
@@ -300,7 +313,17 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         """
         return bind_local_tools(self, tools, self.default_tool_choice if tool_choice is None else tool_choice, **kwargs)
 
-    def _sampling(self, kwargs: dict[str, Any]) -> SamplingParams:
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """What LangSmith records of a call: provider, model, temperature, token limit and stop strings."""
+        params = LangSmithParams(
+            ls_provider="local-transformers", ls_model_name=kwargs.get("model", Path(self.model_path).name), ls_model_type="chat",
+            ls_temperature=kwargs.get("temperature", self.temperature), ls_max_tokens=kwargs.get("max_tokens", self.max_tokens),
+        )
+        if stop or self.stop:
+            params["ls_stop"] = list(stop or self.stop)
+        return params
+
+    def _sampling(self, kwargs: dict[str, Any], stop: Sequence[str] | None = None) -> SamplingParams:
         """This call's settings: its own options, else the model's."""
         return SamplingParams(
             max_tokens=kwargs.get("max_tokens", self.max_tokens),
@@ -308,15 +331,16 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
             top_p=kwargs.get("top_p", self.top_p),
             **{name: kwargs.get(name, getattr(self, name)) for name in _SAMPLING_OPTIONS},
             logprobs=self.logprobs,
+            stop=tuple(stop or self.stop or ()),
         )
 
-    def _submit(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]) -> _PendingCall:
+    def _submit(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any], on_tokens: TokenListener | None = None
+    ) -> _PendingCall:
         unknown = set(kwargs) - set(_CALL_OPTIONS)
         if unknown:
             raise ValueError(f"unsupported call options {sorted(unknown)}; LocalChatModel accepts {list(_CALL_OPTIONS)}")
-        if stop:
-            raise ValueError("LocalChatModel does not support stop sequences; limit length with max_tokens instead")
-        params = self._sampling(kwargs)
+        params = self._sampling(kwargs, stop)
         turn = prepare_turn(self.engine.tokenizer, messages, kwargs)
         # What apply_chat_template(tokenize=True) does, on the text that may end with a forced-call
         # prefix, except that message text never becomes a control token.
@@ -328,8 +352,10 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
                 f"prompt of {len(prompt_ids)} tokens + max_tokens {params.max_tokens} = {len(prompt_ids) + params.max_tokens} "
                 f"exceeds the model's {window}-token window"
             )
-        grammar = reply_grammar(turn, kwargs.get("response_format"), params.max_tokens, token_counter(self.engine.tokenizer))
-        return _PendingCall(self.engine.submit(list(prompt_ids), params, grammar), turn)
+        grammar = reply_grammar(
+            turn, kwargs.get("response_format"), params.max_tokens, token_counter(self.engine.tokenizer), kwargs.get("grammar")
+        )
+        return _PendingCall(self.engine.submit(list(prompt_ids), params, grammar, on_tokens), turn, params.stop)
 
     def _result(self, call: _PendingCall, completion: Completion) -> ChatResult:
         reply = call.turn.read(completion.text)
@@ -366,3 +392,79 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         call = await asyncio.to_thread(self._submit, messages, stop, kwargs)
         completion = await asyncio.wrap_future(call.future)
         return await asyncio.to_thread(self._result, call, completion)
+
+    # Streaming ----------------------------------------------------------------------
+    def _chunks(self, call: _PendingCall, deltas: TextDeltas, ids: list[int]) -> Iterator[ChatGenerationChunk]:
+        """The text pieces ``ids`` add, as chunks; a turn with tools bound waits for its parsed reply."""
+        if call.turn.tool_names is None and (piece := deltas.add(ids)):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+
+    def _last_chunk(self, call: _PendingCall, deltas: TextDeltas, completion: Completion) -> ChatGenerationChunk:
+        """The rest of the reply, with its tool calls, usage and token ids (what ``invoke`` returns, in chunks)."""
+        reply = call.turn.read(completion.text)
+        usage, metadata = _usage_and_metadata(
+            completion.prompt_token_ids, completion.completion_token_ids, Path(self.model_path).name, completion.finish_reason,
+            completion.completion_logprobs,
+        )
+        calls = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
+            for i, c in enumerate(reply.tool_calls)
+        ] + [
+            {"name": c["name"], "args": c["args"], "id": c["id"], "index": len(reply.tool_calls) + i, "type": "tool_call_chunk"}
+            for i, c in enumerate(reply.invalid_tool_calls)
+        ]
+        content = deltas.rest(reply.content) if call.turn.tool_names is None else reply.content
+        message = AIMessageChunk(
+            content=content, tool_call_chunks=calls, usage_metadata=usage, response_metadata=metadata, chunk_position="last"
+        )
+        return ChatGenerationChunk(message=message)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The reply as it is decoded: a chunk per step's text, other calls decoding beside it; the last
+        chunk carries the usage, the token ids and any tool calls."""
+        arrivals: queue.Queue[list[int] | None] = queue.Queue()
+        call = self._submit(messages, stop, kwargs, arrivals.put)
+        call.future.add_done_callback(lambda _: arrivals.put(None))
+        deltas = TextDeltas(self.engine.tokenizer, call.stop)
+        try:
+            while (ids := arrivals.get()) is not None:
+                for chunk in self._chunks(call, deltas, ids):
+                    if run_manager is not None:
+                        run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                    yield chunk
+            yield self._last_chunk(call, deltas, call.future.result())
+        finally:
+            call.future.cancel()  # a caller that stopped reading frees its row at the next step
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """Async twin of :meth:`_stream`: tokens reach the event loop as the engine decodes them."""
+        loop = asyncio.get_running_loop()
+        arrivals: asyncio.Queue[list[int] | None] = asyncio.Queue()
+
+        def hand_over(ids: list[int] | None) -> None:
+            loop.call_soon_threadsafe(arrivals.put_nowait, ids)
+
+        call = await asyncio.to_thread(self._submit, messages, stop, kwargs, hand_over)
+        call.future.add_done_callback(lambda _: hand_over(None))
+        deltas = TextDeltas(self.engine.tokenizer, call.stop)
+        try:
+            while (ids := await arrivals.get()) is not None:
+                for chunk in self._chunks(call, deltas, ids):
+                    if run_manager is not None:
+                        await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                    yield chunk
+            yield await asyncio.to_thread(self._last_chunk, call, deltas, call.future.result())
+        finally:
+            call.future.cancel()

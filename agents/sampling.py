@@ -40,9 +40,12 @@ class SamplingParams:
     logprobs: bool = False  # report each sampled token's log-prob under the policy at the temperature (a trainer's old log-probs)
     # Greedy calls decoded alone on an engine that drafts: tokens drafted from the sequence and checked in one forward, 0 = off.
     prompt_lookup_num_tokens: int = DRAFT_TOKENS
+    stop: tuple[str, ...] = ()  # strings that end the reply where they first appear, cut from its text (as servers do)
 
     def __post_init__(self) -> None:
         positive_int("max_tokens", self.max_tokens)
+        if not isinstance(self.stop, tuple) or not all(isinstance(text, str) and text for text in self.stop):
+            raise ValueError(f"stop must be a tuple of non-empty strings, got {self.stop!r}")
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature!r}")
         if not 0 < self.top_p <= 1:

@@ -43,9 +43,15 @@ def response_format_schema(response_format: Any) -> dict[str, Any]:
     )
 
 
-def reply_grammar(turn: ToolTurn, response_format: Any, max_tokens: int, count: Count = len) -> str | None:
-    """The grammar a call decodes under: its ``response_format``'s, else its tools' (``None``: free text);
-    ``count`` is the model's token counter (:func:`.constrained.token_counter`)."""
+def reply_grammar(turn: ToolTurn, response_format: Any, max_tokens: int, count: Count = len, grammar: str | None = None) -> str | None:
+    """The grammar a call decodes under: its own ``grammar`` (llguidance Lark), its ``response_format``'s, else
+    its tools' (``None``: free text); ``count`` is the model's token counter (:func:`.constrained.token_counter`)."""
+    if grammar is not None:
+        if turn.tools or response_format is not None:
+            raise ValueError("a call's grammar cannot be combined with tools or response_format: give one of them")
+        if not isinstance(grammar, str) or not grammar.strip():
+            raise ValueError(f"grammar must be a non-empty llguidance Lark grammar, got {grammar!r}")
+        return grammar
     if response_format is None:
         return turn.grammar(max_tokens, count)
     if turn.tools:
@@ -53,16 +59,21 @@ def reply_grammar(turn: ToolTurn, response_format: Any, max_tokens: int, count: 
     return json_reply_grammar(response_format_schema(response_format), max_tokens, count)
 
 
-def json_schema_output(model: Any, schema: dict[str, Any] | type, include_raw: bool) -> Runnable:
+def json_schema_output(model: Any, schema: dict[str, Any] | type, include_raw: bool, method: str = "json_schema") -> Runnable:
     """``model`` answering in JSON under ``schema`` (a pydantic model or a JSON schema), parsed as LangChain's ``with_structured_output`` parses.
+
+    ``method="json_mode"`` (where a server's JSON mode leaves the keys to the prompt) decodes
+    under ``schema`` as well, since it is known; only the traced method differs.
 
     >>> structured = json_schema_output(load_chat_model("smollm2-135m"), Answer, include_raw=False)  # doctest: +SKIP
     >>> structured.invoke("What is the capital of France?")                                          # doctest: +SKIP
     Answer(answer='Paris')
     """
     pydantic = isinstance(schema, type) and is_basemodel_subclass(schema)
+    # JSON mode leaves the keys to the prompt on a server; here the schema is known, so a JSON-mode
+    # reply decodes under it too (a 135M model in plain JSON mode wrote "{}" to a request for a joke).
     response_format = schema if pydantic else {"type": "json_schema", "json_schema": {"schema": schema}}
-    llm = model.bind(response_format=response_format, ls_structured_output_format={"kwargs": {"method": "json_schema"}, "schema": schema})
+    llm = model.bind(response_format=response_format, ls_structured_output_format={"kwargs": {"method": method}, "schema": schema})
     parser = PydanticOutputParser(pydantic_object=schema) if pydantic else JsonOutputParser()
     if not include_raw:
         return llm | parser
@@ -72,20 +83,22 @@ def json_schema_output(model: Any, schema: dict[str, Any] | type, include_raw: b
 
 
 class JsonSchemaOutput:
-    """Mixin for a chat model that decodes ``response_format`` under a grammar: ``with_structured_output`` takes ``method="json_schema"`` too."""
+    """Mixin for a chat model that decodes ``response_format`` under a grammar: ``with_structured_output`` takes
+    ``method="json_schema"`` and ``"json_mode"`` too."""
 
     def with_structured_output(self, schema: Any, *, method: str = "function_calling", include_raw: bool = False, **kwargs: Any) -> Runnable:
         """Replies parsed into ``schema``, decoded under its grammar either way.
 
         ``method="function_calling"`` (LangChain's default) forces a tool of that schema;
-        ``"json_schema"`` asks for a bare JSON reply (``response_format``).
+        ``"json_schema"`` asks for a bare JSON reply (``response_format``) of that schema;
+        ``"json_mode"`` the same here (the schema is known, so it constrains the reply too).
         """
-        if method == "json_schema":
+        if method in ("json_schema", "json_mode"):
             if kwargs.keys() - {"strict"}:
-                raise ValueError(f"unsupported arguments {sorted(kwargs.keys() - {'strict'})} for method='json_schema'")
-            return json_schema_output(self, schema, include_raw)
+                raise ValueError(f"unsupported arguments {sorted(kwargs.keys() - {'strict'})} for method={method!r}")
+            return json_schema_output(self, schema, include_raw, method)
         if method != "function_calling":
-            raise ValueError(f"method must be 'function_calling' or 'json_schema', got {method!r}")
+            raise ValueError(f"method must be 'function_calling', 'json_schema' or 'json_mode', got {method!r}")
         return super().with_structured_output(schema, include_raw=include_raw, **kwargs)
 
 

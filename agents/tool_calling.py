@@ -578,13 +578,23 @@ class ToolTurn:
         return auto_call_grammar(self.tools, max_tokens, count)
 
     def read(self, completion: str) -> ParsedReply:
-        """The reply's text and tool calls; call ids hash the prompt, so a repeated call in a later turn gets a new id."""
+        """The reply's text and tool calls; call ids hash the prompt, so a repeated call in a later turn gets a new id.
+
+        A call that repeats an earlier call of the same reply word for word is made once: forced to
+        call, the embedded model wrote its one call again and again until its token limit (LangChain's
+        standard tool-calling tests, 5 identical calls where 1 was asked for).
+        """
         if self.tool_names is None:
             return ParsedReply(completion)
         id_seed = hashlib.sha1(self.prompt.text.encode()).hexdigest()
-        return parse_tool_calls(
-            self.prompt.reply_prefix + completion, self.tool_names, bare_json=bool(self.tool_names), id_seed=id_seed
-        )
+        reply = parse_tool_calls(self.prompt.reply_prefix + completion, self.tool_names, bare_json=bool(self.tool_names), id_seed=id_seed)
+        seen: set[str] = set()
+        unique = [call for call in reply.tool_calls if not (_call_key(call) in seen or seen.add(_call_key(call)))]
+        return ParsedReply(reply.content, unique, reply.invalid_tool_calls)
+
+
+def _call_key(call: ToolCall) -> str:
+    return json.dumps([call["name"], call["args"]], sort_keys=True)
 
 
 def prepare_turn(tokenizer: Any, messages: Sequence[BaseMessage], call_options: dict[str, Any]) -> ToolTurn:

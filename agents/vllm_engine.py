@@ -36,7 +36,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -54,7 +54,7 @@ from .tool_calling import ToolChoice, ToolTurn, bind_local_tools, encode_chat_pr
 
 VLLM_INSTALL = "pip install 'langgraph-memagent[vllm]' (vLLM needs a CUDA GPU)"
 _SAMPLING_OPTIONS = ("top_k", "min_p", "repetition_penalty")  # vLLM's own SamplingParams fields
-_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format")
+_CALL_OPTIONS = ("max_tokens", "temperature", "top_p", *_SAMPLING_OPTIONS, "tools", "tool_choice", "response_format", "grammar")
 
 
 def _import_vllm() -> Any:
@@ -198,6 +198,7 @@ class VLLMEngineChatModel(JsonSchemaOutput, BaseChatModel):
     """A ``vllm.LLM`` engine in this process (defaults: MemAgent eval sampling 0.7 / 0.95, arXiv 2507.02259)."""
 
     model_config = ConfigDict(protected_namespaces=())
+    decodes_grammars: ClassVar[bool] = True  # a call may pass ``grammar=`` (llguidance Lark, vLLM's "guidance" backend)
 
     model: str = Field(description="Model name or local directory for vllm.LLM.")
     max_tokens: int = Field(1024, description="Default generation limit per call (MemAgent: 1024).")
@@ -255,7 +256,7 @@ class VLLMEngineChatModel(JsonSchemaOutput, BaseChatModel):
         turn = prepare_turn(self.tokenizer, messages, kwargs)
         max_tokens = kwargs.get("max_tokens", self.max_tokens)
         # The same llguidance grammar as the embedded engine's; vLLM runs it with its "guidance" backend.
-        grammar = reply_grammar(turn, kwargs.get("response_format"), max_tokens, token_counter(self.tokenizer))
+        grammar = reply_grammar(turn, kwargs.get("response_format"), max_tokens, token_counter(self.tokenizer), kwargs.get("grammar"))
         params = vllm.SamplingParams(
             max_tokens=max_tokens,
             temperature=kwargs.get("temperature", self.temperature),

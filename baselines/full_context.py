@@ -37,7 +37,7 @@ from ..agents.calls import (
     positive_int,
     validated_inputs,
 )
-from ..agents.compiled_graph import node
+from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.loading import context_window, prompt_budget
 from ..agents.prompts import ANSWER_FORMATS, FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import HFTokenCodec, TokenCodec, encode_long, resolve_tokenizer
@@ -302,4 +302,4 @@ def build_full_context_graph(
     builder.add_node("answer", node(steps.answer, steps.aanswer))
     builder.add_edge(START, "answer")
     builder.add_edge("answer", END)
-    return builder.compile(name=name)
+    return RecursionSizedGraph.from_compiled(builder.compile(name=name))

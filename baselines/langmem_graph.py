@@ -48,7 +48,7 @@ from pydantic import BaseModel
 from ..agents.calls import (
     NO_USAGE, AnswerOutput, ModelCallError, TokenUsage, acall_model, add_usage, call_model, describe_endpoint, describe_error, positive_int,
 )
-from ..agents.compiled_graph import node
+from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.prompts import FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import chunk_text, optional_tokenizer
 from .agemem.store import default_agemem_store
@@ -295,7 +295,7 @@ def build_langmem_graph(
     builder.add_edge(START, "extract")
     builder.add_edge("extract", "answer")
     builder.add_edge("answer", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return RecursionSizedGraph.from_compiled(builder.compile(checkpointer=checkpointer, name=name))
 
 
 __all__ = ["LangMemOutput", "build_langmem_graph", "memory_text", "sessions"]

@@ -9,9 +9,10 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 import numpy as np
+from typing_extensions import TypedDict
 
 
 KeywordRanking = Literal["bm25", "position"]

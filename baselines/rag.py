@@ -24,7 +24,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ..agents.calls import AnswerOutput, QuestionInput, acall_model, call_model, positive_int, validated_inputs
-from ..agents.compiled_graph import node
+from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.prompts import ANSWER_FORMATS, FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
 from .embeddings import load_embeddings
@@ -234,4 +234,4 @@ def build_rag_graph(
     builder.add_edge(START, "retrieve")
     builder.add_edge("retrieve", "answer")
     builder.add_edge("answer", END)
-    return builder.compile(name=name)
+    return RecursionSizedGraph.from_compiled(builder.compile(name=name))

@@ -35,9 +35,10 @@ import asyncio
 import hashlib
 import json
 import math
-from typing import Annotated, Any, Literal, Sequence, TypedDict, get_args
+from typing import Annotated, Any, Literal, Sequence, get_args
 
 from langchain_core.embeddings import Embeddings
+from typing_extensions import TypedDict
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig

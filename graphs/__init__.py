@@ -2,6 +2,7 @@
 CLI, the comparison harness, the trainer and ``langgraph dev`` build from."""
 
 from ..agents.calls import ModelCallError, TokenUsage
+from .in_agents import MemAgentMiddleware, create_memagent_tool
 from .memagent import MemAgentConfig, MemAgentGraph, MemAgentInput, MemAgentOutput, build_memagent_graph
 from .registry import GRAPHS, GraphOptions, build_graph, default_graph_options, register_graph
 
@@ -11,12 +12,14 @@ __all__ = [
     "GraphOptions",
     "MemAgentConfig",
     "MemAgentGraph",
+    "MemAgentMiddleware",
     "MemAgentInput",
     "MemAgentOutput",
     "ModelCallError",
     "TokenUsage",
     "build_graph",
     "build_memagent_graph",
+    "create_memagent_tool",
     "default_graph_options",
     "register_graph",
 ]

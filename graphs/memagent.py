@@ -22,7 +22,7 @@ import itertools
 import logging
 import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -44,6 +44,7 @@ from ..agents.calls import (
     validated_inputs,
 )
 from ..agents.compiled_graph import RecursionSizedGraph, node
+from ..agents.constrained import answer_grammar
 from ..agents.loading import context_window
 from ..agents.prompts import MEMORY_START, FinalPromptStyle, final_prompt, memory_update_prompt
 from ..agents.tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
@@ -85,12 +86,17 @@ class MemAgentConfig:
     memory_tokens: int = 1024  # generation limit of a memory update, which bounds the memory (paper: 1024)
     answer_tokens: int = 1024  # generation limit of the final answer (paper: 1024)
     final_prompt: FinalPromptStyle = "boxed"  # "boxed" (paper) or "answer_is" (reference eval harness variant)
+    # Decode the final answer in the form final_prompt asks for, under a grammar (ours: the embedded
+    # 135M model never wrote \boxed{} unaided); None: where the model decodes grammars (the local backends).
+    constrained_answer: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("chunk_tokens", "memory_tokens", "answer_tokens"):
             positive_int(name, getattr(self, name), unit="number of tokens")
         if self.final_prompt not in ("boxed", "answer_is"):
             raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {self.final_prompt!r}")
+        if self.constrained_answer not in (None, True, False):
+            raise ValueError(f"constrained_answer must be True, False or None (where the model decodes grammars), got {self.constrained_answer!r}")
 
 
 def _chunk_key(index: int) -> str:
@@ -100,12 +106,22 @@ def _chunk_key(index: int) -> str:
 class _MemAgentSteps:
     """The node functions; sync and async kept symmetric, shared logic in plain helpers."""
 
-    def __init__(self, model: BaseChatModel, codec: TokenCodec, config: MemAgentConfig):
+    def __init__(self, model: BaseChatModel, codec: TokenCodec, config: MemAgentConfig, own_store: BaseStore):
         self.model = model
         self.codec = codec
         self.config = config
+        # A graph nested in another (a subgraph node, a call inside a node or a tool) runs with
+        # its parent's store, which is None when the parent was compiled without one.
+        self.own_store = own_store
         self.memory_model = model.bind(max_tokens=config.memory_tokens)
-        self.answer_model = model.bind(max_tokens=config.answer_tokens)
+        answer_options: dict[str, Any] = {"max_tokens": config.answer_tokens}
+        if config.constrained_answer:
+            answer_options["grammar"] = answer_grammar(config.final_prompt, config.answer_tokens)
+        self.answer_model = model.bind(**answer_options)
+
+    def _store(self, store: BaseStore | None) -> BaseStore:
+        """The run's store: the parent's or the server's when there is one, else the graph's own."""
+        return store if store is not None else self.own_store
 
     # chunk_document ---------------------------------------------------------------
     def _chunk_groups(self, state: MemAgentState) -> Iterator[list[str]]:
@@ -133,7 +149,8 @@ class _MemAgentSteps:
             "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0},
         }
 
-    def chunk_document(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
+    def chunk_document(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+        store = self._store(store)
         document_id = uuid.uuid4().hex
         namespace, written = (*DOCUMENTS_NAMESPACE, document_id), 0
         for group in self._chunk_groups(state):
@@ -141,7 +158,8 @@ class _MemAgentSteps:
             written += len(group)
         return self._start(document_id, written)
 
-    async def achunk_document(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
+    async def achunk_document(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+        store = self._store(store)
         document_id = uuid.uuid4().hex
         namespace, written = (*DOCUMENTS_NAMESPACE, document_id), 0
         groups = self._chunk_groups(state)
@@ -175,13 +193,15 @@ class _MemAgentSteps:
             "usage": add_usage(state["usage"], reply),
         }
 
-    def update_memory(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
+    def update_memory(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+        store = self._store(store)
         item = store.get((*DOCUMENTS_NAMESPACE, state["document_id"]), _chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
         reply = call_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
         return self._after_memory(state, reply)
 
-    async def aupdate_memory(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
+    async def aupdate_memory(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+        store = self._store(store)
         item = await store.aget((*DOCUMENTS_NAMESPACE, state["document_id"]), _chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
         reply = await acall_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
@@ -201,13 +221,15 @@ class _MemAgentSteps:
         }
         return update, deletes
 
-    def answer(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
+    def answer(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+        store = self._store(store)
         reply = call_model(self.answer_model, self._answer_messages(state), "final answer", self.model)
         update, deletes = self._after_answer(state, reply)
         store.batch(deletes)
         return update
 
-    async def aanswer(self, state: MemAgentState, store: BaseStore) -> dict[str, Any]:
+    async def aanswer(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+        store = self._store(store)
         reply = await acall_model(self.answer_model, self._answer_messages(state), "final answer", self.model)
         update, deletes = self._after_answer(state, reply)
         await store.abatch(deletes)
@@ -321,6 +343,7 @@ def build_memagent_graph(
     answer_tokens: int = 1024,
     tokenizer: Any = None,
     final_prompt: FinalPromptStyle = "boxed",
+    constrained_answer: bool | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
     name: str = "memagent",
@@ -340,9 +363,16 @@ def build_memagent_graph(
             backends). Hosted models need one: a transformers tokenizer, a local
             tokenizer directory or name, or ``"tiktoken:<encoding>"``.
         final_prompt: ``"boxed"`` (paper) or ``"answer_is"`` (reference eval variant).
+        constrained_answer: decode the final answer in ``final_prompt``'s form (``\\boxed{...}``)
+            under a grammar; the prompts stay the paper's. ``None``: on where the model decodes
+            grammars (``LocalChatModel``, ``VLLMEngineChatModel``), off elsewhere. On the same 16
+            generated RULER ``niah_single_1`` 4K haystacks the embedded model's answer held the
+            needle N/16 with it and M/16 without (BENCHMARKS.md).
         checkpointer: any LangGraph checkpointer; enables resuming with
             ``graph.invoke(None, {"configurable": {"thread_id": ...}})``.
-        store: where chunks live during a run (default: an in-memory store).
+        store: where chunks live during a run (default: an in-memory store). Nested in
+            another graph (as a node, or called from a node or a tool), the graph uses its
+            parent's store when the parent has one and this one otherwise.
         name: graph name (shown in traces and LangGraph servers).
 
     Returns:
@@ -359,10 +389,19 @@ def build_memagent_graph(
         >>> result["answer"], result["chunks_read"]                          # doctest: +SKIP
         ('4815162', 16)
     """
-    config = MemAgentConfig(chunk_tokens, memory_tokens, answer_tokens, final_prompt)
+    config = MemAgentConfig(chunk_tokens, memory_tokens, answer_tokens, final_prompt, constrained_answer)
+    decodes_grammars = bool(getattr(model, "decodes_grammars", False))
+    if config.constrained_answer and not decodes_grammars:
+        raise ValueError(
+            f"constrained_answer=True needs a model that decodes grammars (LocalChatModel, VLLMEngineChatModel); "
+            f"{type(model).__name__} does not"
+        )
+    if config.constrained_answer is None:
+        config = replace(config, constrained_answer=decodes_grammars)
     codec = resolve_tokenizer(tokenizer, model)
     _check_window(config, codec, context_window(model))
-    steps = _MemAgentSteps(model, codec, config)
+    own_store = store if store is not None else InMemoryStore()
+    steps = _MemAgentSteps(model, codec, config, own_store)
     builder = StateGraph(MemAgentState, input_schema=MemAgentInput, output_schema=MemAgentOutput)
     builder.add_node("chunk_document", node(steps.chunk_document, steps.achunk_document))
     builder.add_node("update_memory", node(steps.update_memory, steps.aupdate_memory))
@@ -371,5 +410,5 @@ def build_memagent_graph(
     builder.add_conditional_edges("chunk_document", _next_step, ["update_memory", "answer"])
     builder.add_conditional_edges("update_memory", _next_step, ["update_memory", "answer"])
     builder.add_edge("answer", END)
-    compiled = builder.compile(checkpointer=checkpointer, store=store if store is not None else InMemoryStore(), name=name)
+    compiled = builder.compile(checkpointer=checkpointer, store=own_store, name=name)
     return MemAgentGraph.from_compiled(compiled, memagent_config=config, memagent_codec=codec)

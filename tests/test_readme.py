@@ -42,11 +42,18 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
     namespace = {"q": short.question, "d": short.document, "inputs": inputs, "__name__": "readme"}
 
     blocks = [block for block in readme_blocks("python") if SERVER_IMPORT not in block.code]
-    assert len(blocks) == 4, [block.line for block in blocks]
+    assert len(blocks) == 6, [block.line for block in blocks]
     for block in blocks:
         _run_block(block, namespace)
 
     assert namespace["result"]["chunks_read"] == 2 and set(namespace["result"]) >= {"answer", "memory", "usage"}
+    assert namespace["app"].get_state(namespace["config"]).values["answer"]  # the graph as a subgraph node
+    from langchain_core.messages import ToolMessage
+
+    [read] = [m for m in namespace["by_tool"]["messages"] if isinstance(m, ToolMessage)]
+    assert read.name == "read_long_document" and read.status == "success"
+    [notes] = [m for m in namespace["by_middleware"]["messages"] if isinstance(m, ToolMessage)]
+    assert notes.text.startswith("[MemAgent read this tool result")
     assert len(namespace["samples"]) == 8 and namespace["samples"][0].metric in ("any", "all")
     assert len(namespace["records"]) == 2 and namespace["records"][0].answers
     assert (tmp_path / "eval_niah.json").is_file() and (tmp_path / "runs.sqlite").is_file()

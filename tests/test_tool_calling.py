@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from vllm_stand_in import install_fake_vllm
 from langgraph_memagent.agents.tool_calling import (
     forced_reply_prefix,
     normalize_tool_choice,
@@ -413,53 +414,10 @@ def test_real_model_forced_tool_choice_always_yields_a_call(greedy_model):
 
 
 # The vllm-engine backend --------------------------------------------------------------------
-# vLLM needs a GPU, so a stand-in module plays vllm.LLM: it records what it is handed and
-# replies with scripted text tokenized by the real SmolLM2 tokenizer. This checks our side
-# (rendering, batching, parsing, token ids), not vLLM.
-
-
-class _FakeLLM:
-    def __init__(self, tokenizer, replies, max_model_len=None):
-        self.tokenizer, self.replies, self.batches = tokenizer, list(replies), []
-        if max_model_len is not None:  # where vllm.LLM keeps it
-            from types import SimpleNamespace
-
-            self.llm_engine = SimpleNamespace(model_config=SimpleNamespace(max_model_len=max_model_len))
-
-    def get_tokenizer(self):
-        return self.tokenizer
-
-    def generate(self, prompts, params, use_tqdm=True):
-        from types import SimpleNamespace
-
-        self.batches.append([(prompt["prompt_token_ids"], param) for prompt, param in zip(prompts, params)])
-        outputs = []
-        for prompt in prompts:
-            reply = self.replies.pop(0)
-            if isinstance(reply, Exception):
-                raise reply
-            completion = SimpleNamespace(text=reply, token_ids=self.tokenizer(reply)["input_ids"], finish_reason="stop")
-            outputs.append(SimpleNamespace(prompt_token_ids=prompt["prompt_token_ids"], outputs=[completion]))
-        return outputs
-
-
 @pytest.fixture
 def fake_vllm(monkeypatch, tokenizer):
-    from types import ModuleType, SimpleNamespace
-
-    module = ModuleType("vllm")
-    module.engines = []
-
-    def make_llm(model, **kwargs):
-        module.engines.append(_FakeLLM(tokenizer, module.replies, kwargs.get("max_model_len")))
-        return module.engines[-1]
-
-    module.LLM = make_llm
-    module.SamplingParams = lambda **kwargs: SimpleNamespace(**kwargs)
-    module.sampling_params = SimpleNamespace(StructuredOutputsParams=lambda **kwargs: SimpleNamespace(**kwargs))
-    module.replies = []
-    monkeypatch.setitem(__import__("sys").modules, "vllm", module)
-    return module
+    """vLLM needs a GPU: a stand-in module plays vllm.LLM (tests/vllm_stand_in.py)."""
+    return install_fake_vllm(monkeypatch, tokenizer)
 
 
 def test_vllm_engine_reports_its_window_so_tool_graphs_stop_inside_it(fake_vllm):

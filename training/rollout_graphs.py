@@ -91,9 +91,11 @@ def rollout_graph(model: Any, config: MultiConvGRPOConfig, tokenizer: Any) -> An
     the answer, and LangMem each run's extracted memories (``memory_per_run``), so concurrent
     rollouts never read each other's memory. SUMER's search curriculum (``search_curriculum``)
     ends each episode at its turn cap without the forced answer; AgeMem's writing curriculum
-    (``write_curriculum``) after stage 1.
+    (``write_curriculum``) after stage 1. MemAgent's final answer decodes free, as in the paper.
     """
-    per_run = {"memory_per_run": True} if config.graph == "langmem" else {}
+    per_run: dict[str, Any] = {"memory_per_run": True} if config.graph == "langmem" else {}
+    if config.graph == "memagent":  # the paper's RL: the policy learns to box its answer, no grammar does it for it
+        per_run["constrained_answer"] = False
     if config.search_curriculum:
         per_run["force_answer"] = False
     if config.write_curriculum:

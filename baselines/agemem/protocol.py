@@ -20,7 +20,7 @@ from langgraph.store.base import BaseStore
 
 from ...agents.answers import last_boxed_content
 from ...agents.calls import NO_USAGE, AnswerOutput, QuestionInput, TokenUsage, positive_int, validated_inputs
-from ...agents.compiled_graph import node
+from ...agents.compiled_graph import RecursionSizedGraph, node
 from ...agents.loading import context_window, prompt_budget
 from ...agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
 from .graph import AgeMemContext, AgeMemGraph, build_agemem_graph
@@ -404,4 +404,4 @@ def build_agemem_qa_graph(
     builder.add_node("rollout", node(steps.run, steps.arun))
     builder.add_edge(START, "rollout")
     builder.add_edge("rollout", END)
-    return builder.compile(name=name)
+    return RecursionSizedGraph.from_compiled(builder.compile(name=name))
