@@ -127,6 +127,17 @@ def _read_generation_config(model_path: str) -> dict[str, Any] | None:
         raise ValueError(f"cannot read the generation config {str(path)!r}: {error}") from error
 
 
+def _stop_strings(stop: str | Sequence[str] | None) -> tuple[str, ...]:
+    """A call's stop strings as a tuple; one string is one stop string, not its characters.
+
+    >>> _stop_strings("\\n\\n"), _stop_strings(["A:", "B:"]), _stop_strings(None)
+    (('\\n\\n',), ('A:', 'B:'), ())
+    """
+    if stop is None:
+        return ()
+    return (stop,) if isinstance(stop, str) else tuple(stop)
+
+
 @dataclass(frozen=True)
 class _PendingCall:
     """A submitted generation and how to read its reply."""
@@ -147,8 +158,9 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     its final reply held the needle 13 times greedy and 4 times at the MemAgent paper's
     evaluation setting, temperature 0.7 and top_p 0.95 (arXiv 2507.02259, chosen for 7B/14B
     models). That setting stays one argument away: ``temperature=0.7`` (top_p keeps 0.95).
-    Per-call ``max_tokens``, ``temperature`` and ``top_p`` can be passed to ``invoke`` or
-    ``bind``.
+    Per-call ``max_tokens``, ``temperature``, ``top_p`` and ``stop`` can be passed to ``invoke`` or
+    ``bind``. ``stream``/``astream`` hand over each decode step's text as it is decoded, the
+    other calls of the batch decoding beside it (:meth:`_stream`).
 
     Tools: :meth:`bind_tools` renders tools through the model's chat template, or as the
     Hermes/Qwen2.5 JSON tool prompt when the template has no tool support (SmolLM2), and
@@ -331,7 +343,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
             top_p=kwargs.get("top_p", self.top_p),
             **{name: kwargs.get(name, getattr(self, name)) for name in _SAMPLING_OPTIONS},
             logprobs=self.logprobs,
-            stop=tuple(stop or self.stop or ()),
+            stop=_stop_strings(stop or self.stop),
         )
 
     def _submit(

@@ -9,8 +9,10 @@ middleware:
 - ``agent_memagent``: :class:`~langgraph_memagent.MemAgentMiddleware` (the embedded model reads
   the tool result in 1000-token chunks with a 128-token memory, the demo's budget);
 - ``agent_summarization``: LangChain's ``SummarizationMiddleware`` with the same model, triggered
-  at 6000 tokens, keeping no message whole (it cannot keep part of one, and any message kept
-  here is over the window), trimming what it summarizes to its default 4000 tokens;
+  at 6000 tokens, keeping the latest 2000 tokens of messages whole (the tool result alone is
+  longer, so every message is summarized: its default keeps 20 messages, and ``keep=("messages",
+  1)`` keeps the tool call with its result, both over the window), trimming what it summarizes
+  to its default 4000 tokens;
 - ``agent_plain``: no middleware: the prompt overflows the window and the model refuses it.
 
 This is ``memagent compare`` with three agent graphs registered by this script (not by the
@@ -39,7 +41,7 @@ def _middleware(kind: str, model: Any) -> list[Any]:
     if kind == "agent_memagent":
         return [MemAgentMiddleware(model, max_message_tokens=4000, chunk_tokens=1000, memory_tokens=128, answer_tokens=64)]
     if kind == "agent_summarization":
-        return [SummarizationMiddleware(model, trigger=("tokens", 6000), keep=("messages", 0))]
+        return [SummarizationMiddleware(model, trigger=("tokens", 6000), keep=("tokens", 2000))]
     return []
 
 

@@ -152,3 +152,30 @@ def test_unreachable_server_error_names_the_url(smollm2_codec):
     graph = build_memagent_graph(model, tokenizer=smollm2_codec)
     with pytest.raises(ModelCallError, match=f"memory update for chunk 0: model call to served-model at {url}.* failed"):
         graph.invoke({"question": "Q?", "document": "text"})
+
+
+def test_the_answer_decodes_under_the_boxed_grammar_where_the_model_decodes_grammars(smollm2_codec):
+    from typing import ClassVar
+
+    from langgraph_memagent.agents.constrained import answer_grammar
+
+    class GrammarModel(ScriptedChatModel):
+        decodes_grammars: ClassVar[bool] = True
+        grammars: list = []
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            self.grammars.append(kwargs.pop("grammar", None))
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    model = GrammarModel(responder=needle_reader)
+    graph = build_memagent_graph(model, chunk_tokens=200, memory_tokens=32, answer_tokens=16, tokenizer=smollm2_codec)
+    assert graph.invoke({"question": QUESTION, "document": niah_document(300)})["answer"] == "7654321"
+    assert model.grammars[-1] == answer_grammar("boxed", 16) and set(model.grammars[:-1]) == {None}  # the answer call only
+    model.grammars.clear()
+    build_memagent_graph(model, answer_tokens=16, tokenizer=smollm2_codec, constrained_answer=False).invoke(
+        {"question": QUESTION, "document": niah_document(3)})
+    assert set(model.grammars) == {None}
+    with pytest.raises(ValueError, match="constrained_answer=True needs a model that decodes grammars .*; ScriptedChatModel does not"):
+        build_memagent_graph(ScriptedChatModel(responder=needle_reader), tokenizer=smollm2_codec, constrained_answer=True)
+    with pytest.raises(ValueError, match="constrained_answer must be True, False or None .*got 'yes'"):
+        build_memagent_graph(model, tokenizer=smollm2_codec, constrained_answer="yes")

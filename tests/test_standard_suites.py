@@ -25,12 +25,8 @@ from langgraph_memagent.agents.vllm_engine import VLLMEngineChatModel
 pytestmark = pytest.mark.embedded
 
 
-class _LocalCapabilities:
-    """What LocalChatModel can and cannot take, in the suites' terms."""
-
-    @property
-    def chat_model_class(self) -> type[LocalChatModel]:
-        return LocalChatModel
+class _LocalBackend:
+    """What both local backends take, in the suites' terms."""
 
     @property
     def has_tool_choice(self) -> bool:
@@ -39,6 +35,18 @@ class _LocalCapabilities:
     @property
     def supports_json_mode(self) -> bool:
         return True
+
+    @property
+    def supports_model_override(self) -> bool:
+        return False  # a model serves the one model it loaded; there is no other to name per call
+
+
+class _LocalCapabilities(_LocalBackend):
+    """What LocalChatModel can and cannot take."""
+
+    @property
+    def chat_model_class(self) -> type[LocalChatModel]:
+        return LocalChatModel
 
     @property
     def returns_usage_metadata(self) -> bool:
@@ -55,10 +63,6 @@ class _LocalCapabilities:
     @property
     def supports_anthropic_inputs(self) -> bool:
         return False
-
-    @property
-    def supports_model_override(self) -> bool:
-        return False  # a LocalChatModel serves the one model directory it loaded; there is no other to name per call
 
     @property
     def tool_choice_value(self) -> str:
@@ -82,10 +86,15 @@ class TestEmbeddedModelUnit(_LocalCapabilities, ChatModelUnitTests):
         return {"model_path": str(embedded_model_dir()), "quantization": "int4"}
 
 
+# The suites' calls get 64 tokens instead of their 100: enough for every reply they check, and the
+# two integration suites are the longest tests of `make test`.
+REPLY_TOKENS = 64
+
+
 class TestEmbeddedModelIntegration(_AgentLoopUnderAuto, _LocalCapabilities, ChatModelIntegrationTests):
     @property
     def chat_model_params(self) -> dict[str, Any]:
-        return {"model_path": str(embedded_model_dir()), "quantization": "int4"}
+        return {"model_path": str(embedded_model_dir()), "quantization": "int4", "max_tokens": REPLY_TOKENS}
 
 
 class TestHFDirectoryUnit(_LocalCapabilities, ChatModelUnitTests):
@@ -97,10 +106,10 @@ class TestHFDirectoryUnit(_LocalCapabilities, ChatModelUnitTests):
 class TestHFDirectoryIntegration(_AgentLoopUnderAuto, _LocalCapabilities, ChatModelIntegrationTests):
     @property
     def chat_model_params(self) -> dict[str, Any]:
-        return {"model_path": str(embedded_model_dir())}
+        return {"model_path": str(embedded_model_dir()), "max_tokens": REPLY_TOKENS}
 
 
-class TestVLLMEngineUnit(ChatModelUnitTests):
+class TestVLLMEngineUnit(_LocalBackend, ChatModelUnitTests):
     """The vllm-engine backend on its stand-in module (vLLM needs a GPU; tests/vllm_stand_in.py)."""
 
     @pytest.fixture(autouse=True)
@@ -116,15 +125,3 @@ class TestVLLMEngineUnit(ChatModelUnitTests):
     @property
     def chat_model_params(self) -> dict[str, Any]:
         return {"model": "HuggingFaceTB/SmolLM2-135M-Instruct"}
-
-    @property
-    def has_tool_choice(self) -> bool:
-        return True
-
-    @property
-    def supports_json_mode(self) -> bool:
-        return True
-
-    @property
-    def supports_model_override(self) -> bool:
-        return False  # one vllm.LLM engine serves one model
