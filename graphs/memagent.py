@@ -365,9 +365,10 @@ def build_memagent_graph(
         final_prompt: ``"boxed"`` (paper) or ``"answer_is"`` (reference eval variant).
         constrained_answer: decode the final answer in ``final_prompt``'s form (``\\boxed{...}``)
             under a grammar; the prompts stay the paper's. ``None``: on where the model decodes
-            grammars (``LocalChatModel``, ``VLLMEngineChatModel``), off elsewhere. On the same 16
-            generated RULER ``niah_single_1`` 4K haystacks the embedded model's answer held the
-            needle N/16 with it and M/16 without (BENCHMARKS.md).
+            grammars (``LocalChatModel``, ``VLLMEngineChatModel``), off elsewhere. On the same 8
+            generated RULER ``niah_single_1`` 4K haystacks the embedded model's extracted answer
+            held the needle 6 times with it and 0 without (its raw reply 6 times either way;
+            BENCHMARKS.md section 13).
         checkpointer: any LangGraph checkpointer; enables resuming with
             ``graph.invoke(None, {"configurable": {"thread_id": ...}})``.
         store: where chunks live during a run (default: an in-memory store). Nested in

@@ -135,11 +135,6 @@ def test_bad_call_options_are_named(greedy_model, options, message):
         greedy_model.invoke("hi", **options)
 
 
-def test_stop_sequences_are_refused_clearly(greedy_model):
-    with pytest.raises(ValueError, match="does not support stop sequences"):
-        greedy_model.invoke("hi", stop=["\n"])
-
-
 def test_load_chat_model_specs(embedded_model_dir, tmp_path):
     from langgraph_memagent import load_chat_model
     from langgraph_memagent.agents.local_model import LocalChatModel

@@ -47,7 +47,7 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
         _run_block(block, namespace)
 
     assert namespace["result"]["chunks_read"] == 2 and set(namespace["result"]) >= {"answer", "memory", "usage"}
-    assert namespace["app"].get_state(namespace["config"]).values["answer"]  # the graph as a subgraph node
+    assert namespace["app"].get_state({"configurable": {"thread_id": "report-1"}}).values["answer"]  # the graph as a subgraph node
     from langchain_core.messages import ToolMessage
 
     [read] = [m for m in namespace["by_tool"]["messages"] if isinstance(m, ToolMessage)]
