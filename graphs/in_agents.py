@@ -192,14 +192,17 @@ class MemAgentMiddleware(AgentMiddleware):
         humans = [message for message in messages if isinstance(message, HumanMessage)]
         current = humans[-1] if humans else None
         question = current.text if current is not None else ""
-        texts = [message.text if isinstance(message, (HumanMessage, ToolMessage)) else "" for message in messages]
-        sizes = [len(ids) for ids in self.codec.encode_batch(texts)]
-        found = []
-        for message, text, size in zip(messages, texts, sizes):
-            if size > self.max_message_tokens:
-                asked = text.strip().splitlines()[-1] if message is current else question
-                found.append((message, asked, text))
-        return found
+        # Runs before every model call of the agent: only texts that could be over the budget are
+        # tokenized (tokens never outnumber UTF-8 bytes for byte-level and SentencePiece tokenizers).
+        candidates = [
+            (message, message.text) for message in messages
+            if isinstance(message, (HumanMessage, ToolMessage)) and len(message.text.encode()) > self.max_message_tokens
+        ]
+        sizes = [len(ids) for ids in self.codec.encode_batch([text for _, text in candidates])]
+        return [
+            (message, text.strip().splitlines()[-1] if message is current else question, text)
+            for (message, text), size in zip(candidates, sizes) if size > self.max_message_tokens
+        ]
 
     @staticmethod
     def _replacement(message: AnyMessage, question: str, text: str, result: dict[str, Any]) -> AnyMessage:
