@@ -135,7 +135,12 @@ def _stop_strings(stop: str | Sequence[str] | None) -> tuple[str, ...]:
     """
     if stop is None:
         return ()
-    return (stop,) if isinstance(stop, str) else tuple(stop)
+    strings = (stop,) if isinstance(stop, str) else tuple(stop)
+    for string in strings:
+        # An empty stop string would end every reply before its first token: refused, not obeyed.
+        if not isinstance(string, str) or not string:
+            raise ValueError(f"stop must be non-empty strings, got {string!r} in {stop!r}")
+    return strings
 
 
 @dataclass(frozen=True)

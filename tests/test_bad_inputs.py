@@ -122,6 +122,13 @@ def _unknown_model_spec(tmp: Path):
     return load_chat_model("gpt")
 
 
+def _empty_stop_string(tmp: Path):
+    from langgraph_memagent import LocalChatModel
+
+    # Refused before any model is loaded: the path is never opened.
+    return LocalChatModel(model_path=str(tmp / "no-model")).invoke("Hi", stop=[""])
+
+
 def _locomo_without(field: str):
     def run(tmp: Path):
         from langgraph_memagent.evals import load_records
@@ -275,7 +282,7 @@ ROWS: list[Row] = [
     Row("python", "graph.invoke(new input) on an interrupted thread (defect 1)", covered_by="test_checkpoint.py::test_new_input_on_an_interrupted_thread_starts_a_new_run"),
     Row("python", "load_chat_model of an unknown spec", ("unknown model spec 'gpt'",), raises(_unknown_model_spec)),
     Row("python", "local model call options it cannot honour", covered_by="test_local_model.py::test_bad_call_options_are_named"),
-    Row("python", "stop sequences on the local model", covered_by="test_local_model.py::test_stop_sequences_are_refused_clearly"),
+    Row("python", "an empty stop string on the local model", ("stop must be non-empty strings, got '' in ['']",), raises(_empty_stop_string)),
     Row("python", "an unknown scoring metric", covered_by="test_scoring.py::test_unknown_metric_error_message"),
     Row("python", "golds given as a bare string", covered_by="test_scoring.py::test_bare_string_answers_rejected"),
     Row("python", "an empty \\boxed{} (defect 8: None, not '')", covered_by="test_prompts.py::test_boxed_extraction_edge_cases"),

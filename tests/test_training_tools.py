@@ -50,8 +50,9 @@ class ScriptedEngine:
         self.tokenizer = tokenizer
         self.script = script
 
-    def submit(self, prompt_ids, params, grammar=None):
-        # The script's text is the reply: a forced call's grammar is not applied here (tests/test_constrained.py).
+    def submit(self, prompt_ids, params, grammar=None, on_tokens=None):
+        # The script's text is the reply: a forced call's grammar is not applied here (tests/test_constrained.py),
+        # and it arrives whole (token streaming is tests/test_streaming.py's).
         text = self.script(self.tokenizer.decode(prompt_ids))
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         assert len(ids) < params.max_tokens, f"scripted reply longer than max_tokens={params.max_tokens}: {text!r}"
