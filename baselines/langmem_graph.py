@@ -11,7 +11,8 @@ Graph: ``extract -> answer``.
 
 * ``extract`` hands each session of the conversation (LoCoMo ``turns`` grouped by
   ``session``; a plain document in ``chunk_tokens`` pieces, one per session) to LangMem's
-  manager, which writes to the namespace ``("langmem", conversation_id)``. A marker item
+  manager, which writes to the namespace ``(user, "langmem", conversation_id)`` (the run's user:
+  see :mod:`langgraph_memagent.agents.users`; ``conversation_id`` scopes within it). A marker item
   per session records that it was extracted, so many questions about one conversation
   extract it once, and an interrupted run resumes at the first session not yet done. Concurrent questions about one conversation wait for
   one extraction (a lock per conversation).
@@ -42,6 +43,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
@@ -51,6 +53,7 @@ from ..agents.calls import (
 from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.prompts import FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import chunk_text, optional_tokenizer
+from ..agents.users import UserContext, owner_label
 from .agemem.store import default_agemem_store
 from .full_context import answer_update
 from .sumer import SumerInput, conversation_key
@@ -150,14 +153,16 @@ class _LangMemSteps:
         self.answer_model = model.bind(max_tokens=answer_tokens)
         self.chunk_tokens, self.search_limit, self.final_prompt = chunk_tokens, search_limit, final_prompt
         self.memory_per_run = memory_per_run
-        self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._locks: defaultdict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)
         self.template = answer_template(final_prompt, material="memories of a conversation", based_on="the memories", tag="memories")
 
-    def manager(self, conversation_id: str) -> Any:
+    def manager(self, scope: tuple[str, str]) -> Any:
+        """LangMem's manager over the memories of ``scope``: (user, conversation id)."""
         from langmem import create_memory_store_manager
 
+        owner, conversation_id = scope
         return create_memory_store_manager(
-            self.extract_model, namespace=(NAMESPACE, conversation_id), store=self.store, enable_deletes=False
+            self.extract_model, namespace=(owner, NAMESPACE, conversation_id), store=self.store, enable_deletes=False
         )
 
     def _conversation(self, state: LangMemState) -> tuple[str, list[list[dict[str, str]]]]:
@@ -174,55 +179,63 @@ class _LangMemSteps:
             conversation_id = f"{conversation_id}:run-{uuid.uuid4().hex}"
         return conversation_id, sessions(turns, document, self.codec, self.chunk_tokens)
 
-    def extract(self, state: LangMemState, config: RunnableConfig) -> dict[str, Any]:
+    def extract(self, state: LangMemState, config: RunnableConfig, runtime: Runtime[Any]) -> dict[str, Any]:
         conversation_id, all_sessions = self._conversation(state)
-        manager, counter, done = self.manager(conversation_id), _ExtractionCounter(NO_USAGE), 0
-        with self._locks[conversation_id]:  # concurrent questions about one conversation extract it once
+        owner = owner_label(runtime)
+        scope = (owner, conversation_id)
+        manager, counter, done = self.manager(scope), _ExtractionCounter(NO_USAGE), 0
+        markers = (owner, _DONE_MARKERS, conversation_id)
+        with self._locks[scope]:  # concurrent questions about one conversation extract it once
             for index, messages in enumerate(all_sessions):
-                if self.store.get((_DONE_MARKERS, conversation_id), str(index)) is not None:
+                if self.store.get(markers, str(index)) is not None:
                     continue
                 try:
                     manager.invoke({"messages": messages}, config=_with_handler(config, counter))
                 except Exception as error:
                     step = f"LangMem extraction of session {index + 1} of {len(all_sessions)}"
                     raise ModelCallError(f"{step}: model call to {describe_endpoint(self.model)} failed: {describe_error(error)}") from error
-                self.store.put((_DONE_MARKERS, conversation_id), str(index), {"done": True}, index=False)
+                self.store.put(markers, str(index), {"done": True}, index=False)
                 done += 1
         return {
             "document": "", "turns": [], "conversation_id": conversation_id, "sessions_extracted": done, "usage": counter.usage,
             "extraction_calls": counter.usage["llm_calls"], "extraction_tool_calls": counter.tool_calls,
             "invalid_extraction_calls": counter.invalid_tool_calls,
-            "memories": len(self.store.search((NAMESPACE, conversation_id), limit=10_000)),
+            "memories": len(self.store.search((owner, NAMESPACE, conversation_id), limit=10_000)),
         }
 
-    async def aextract(self, state: LangMemState, config: RunnableConfig) -> dict[str, Any]:
+    async def aextract(self, state: LangMemState, config: RunnableConfig, runtime: Runtime[Any]) -> dict[str, Any]:
         # In a worker thread: the per-conversation lock is a thread lock, shared with sync runs.
-        return await asyncio.to_thread(self.extract, state, config)
+        return await asyncio.to_thread(self.extract, state, config, runtime)
 
-    def _prompt(self, state: LangMemState) -> tuple[str, str]:
-        found = self.manager(state["conversation_id"]).search(query=state["question"], limit=self.search_limit)
+    def _prompt(self, state: LangMemState, scope: tuple[str, str]) -> tuple[str, str]:
+        found = self.manager(scope).search(query=state["question"], limit=self.search_limit)
         memory = "\n".join(f"- {memory_text(item)}" for item in found)
         return fill_template(self.template, prompt=state["question"], memory=memory), memory
 
-    def _answered(self, state: LangMemState, memory: str, reply: Any) -> dict[str, Any]:
+    def _answered(self, state: LangMemState, scope: tuple[str, str], memory: str, reply: Any) -> dict[str, Any]:
         update = answer_update(reply, self.final_prompt)
         if self.memory_per_run:
-            self._forget(state["conversation_id"])
+            self._forget(scope)
         return {**update, "memory": memory, "usage": add_usage(state["usage"], reply)}
 
-    def _forget(self, conversation_id: str) -> None:
+    def _forget(self, scope: tuple[str, str]) -> None:
         """Delete a run's memories and its extraction markers."""
-        for namespace in ((NAMESPACE, conversation_id), (_DONE_MARKERS, conversation_id)):
+        owner, conversation_id = scope
+        for namespace in ((owner, NAMESPACE, conversation_id), (owner, _DONE_MARKERS, conversation_id)):
             for item in self.store.search(namespace, limit=10_000):
                 self.store.delete(namespace, item.key)
 
-    def answer(self, state: LangMemState) -> dict[str, Any]:
-        prompt, memory = self._prompt(state)
-        return self._answered(state, memory, call_model(self.answer_model, [HumanMessage(prompt)], "LangMem answer", self.model))
+    def answer(self, state: LangMemState, runtime: Runtime[Any]) -> dict[str, Any]:
+        scope = (owner_label(runtime), state["conversation_id"])
+        prompt, memory = self._prompt(state, scope)
+        reply = call_model(self.answer_model, [HumanMessage(prompt)], "LangMem answer", self.model)
+        return self._answered(state, scope, memory, reply)
 
-    async def aanswer(self, state: LangMemState) -> dict[str, Any]:
-        prompt, memory = await asyncio.to_thread(self._prompt, state)
-        return self._answered(state, memory, await acall_model(self.answer_model, [HumanMessage(prompt)], "LangMem answer", self.model))
+    async def aanswer(self, state: LangMemState, runtime: Runtime[Any]) -> dict[str, Any]:
+        scope = (owner_label(runtime), state["conversation_id"])
+        prompt, memory = await asyncio.to_thread(self._prompt, state, scope)
+        reply = await acall_model(self.answer_model, [HumanMessage(prompt)], "LangMem answer", self.model)
+        return self._answered(state, scope, memory, reply)
 
 
 def build_langmem_graph(
@@ -265,7 +278,8 @@ def build_langmem_graph(
         A compiled graph. Input ``{"question", "document"}`` plus optional ``turns`` and
         ``conversation_id`` (as SUMER's); output ``answer``, ``response``, ``usage``,
         ``memory`` (the memories read), ``conversation_id``, ``sessions_extracted``,
-        ``extraction_calls`` and ``memories``.
+        ``extraction_calls`` and ``memories``. Memories are per user: run it with
+        ``context={"user_id": "alice"}`` (served: the signed-in user; neither: ``"anonymous"``).
 
     Example:
         >>> from langgraph_memagent import load_chat_model
@@ -289,7 +303,7 @@ def build_langmem_graph(
     steps = _LangMemSteps(model, store, optional_tokenizer(tokenizer, model), extract_tokens=extract_tokens, chunk_tokens=chunk_tokens,
                           search_limit=search_limit, answer_tokens=answer_tokens, final_prompt=final_prompt,
                           memory_per_run=memory_per_run)
-    builder = StateGraph(LangMemState, input_schema=SumerInput, output_schema=LangMemOutput)
+    builder = StateGraph(LangMemState, context_schema=UserContext, input_schema=SumerInput, output_schema=LangMemOutput)
     builder.add_node("extract", node(steps.extract, steps.aextract))
     builder.add_node("answer", node(steps.answer, steps.aanswer))
     builder.add_edge(START, "extract")

@@ -236,8 +236,8 @@ class MemoryBank:
         self._store = store
         self._embeddings = embeddings
         self._store_embeddings = _PrecomputedFirst(self) if store is None else None
-        self._indexes: dict[str, ConversationIndex] = {}
-        self._locks: dict[str, threading.RLock] = {}
+        self._indexes: dict[tuple[str, ...], ConversationIndex] = {}  # by conversation namespace
+        self._locks: dict[tuple[str, ...], threading.RLock] = {}
         self._lock = threading.Lock()  # guards lazy loading and the two dicts above
 
     def __repr__(self) -> str:
@@ -267,9 +267,14 @@ class MemoryBank:
             if self._store is None:
                 self._store = InMemoryStore(index={"dims": dims, "embed": self._store_embeddings, "fields": ["content"]})
 
-    def conversation_namespace(self, conversation_id: str) -> tuple[str, ...]:
-        """Where one conversation's items live in the store."""
-        return (*self.namespace, _check_label(conversation_id, "conversation_id"))
+    def conversation_namespace(self, conversation_id: str, owner: str | None = None) -> tuple[str, ...]:
+        """Where one conversation's items live in the store: under its ``owner`` (a user) first, when given.
+
+        >>> MemoryBank().conversation_namespace("c1", owner="alice")
+        ('alice', 'memory_bank', 'c1')
+        """
+        prefix = () if owner is None else (_check_label(owner, "owner"),)
+        return (*prefix, *self.namespace, _check_label(conversation_id, "conversation_id"))
 
     # -- ingestion ---------------------------------------------------------------------------------
 
@@ -278,6 +283,7 @@ class MemoryBank:
         messages: Iterable[Mapping[str, Any]],
         *,
         conversation_id: str,
+        owner: str | None = None,
         vectors: Sequence[Sequence[float]] | np.ndarray | None = None,
     ) -> int:
         """Store messages as items, in order after what the conversation already holds; returns how many were new.
@@ -289,6 +295,8 @@ class MemoryBank:
         are skipped (re-ingesting a conversation writes nothing); an id already stored
         with different content is an error. New texts are embedded ``batch_size`` per
         call, unless ``vectors`` (one per message, e.g. cached embeddings) are given.
+        ``owner`` (a user id) keeps the conversation apart from other users' conversations
+        of the same id.
 
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> bank = MemoryBank(embeddings=DeterministicFakeEmbedding(size=8))
@@ -297,7 +305,7 @@ class MemoryBank:
         >>> [item["message_id"][:4] for item in bank.items("c1")], bank.ingest([{"text": "Hello"}], conversation_id="c1")
         (['msg-', 'msg-'], 0)
         """
-        namespace = self.conversation_namespace(conversation_id)
+        namespace = self.conversation_namespace(conversation_id, owner)
         if isinstance(messages, (str, bytes, Mapping)):
             raise TypeError(f"messages must be an iterable of message mappings, got {type(messages).__name__}")
         fields = [_message_fields(message, index) for index, message in enumerate(messages)]
@@ -306,8 +314,8 @@ class MemoryBank:
             given = np.asarray(vectors, dtype=np.float32)
             if given.ndim != 2 or len(given) != len(fields):
                 raise ValueError(f"vectors must hold one vector per message ({len(fields)}), got an array of shape {given.shape}")
-        with self._conversation_lock(conversation_id):
-            index = self._index(conversation_id)
+        with self._conversation_lock(namespace):
+            index = self._index(namespace)
             occurrences: Counter[tuple] = Counter()
             seen: dict[str, str] = {}
             new: list[tuple[int, str, str, str | None, int | None, str | None]] = []
@@ -321,8 +329,10 @@ class MemoryBank:
                 if stored is not None:
                     if stored != content:
                         raise ValueError(
+                            # Lengths, never text: the stored content may be another caller's.
                             f"message {number}: id {message_id!r} of conversation {conversation_id!r} is already stored with "
-                            f"different content ({stored[:60]!r} vs {content[:60]!r}); use a new message id or conversation_id"
+                            f"different content ({len(stored)} characters stored, {len(content)} given); use a new message id "
+                            "or conversation_id"
                         )
                     continue
                 seen[message_id] = content
@@ -344,7 +354,7 @@ class MemoryBank:
             return len(new)
 
     def ingest_document(
-        self, document: str, *, conversation_id: str, chunk_tokens: int = 200, tokenizer: Any = None
+        self, document: str, *, conversation_id: str, owner: str | None = None, chunk_tokens: int = 200, tokenizer: Any = None
     ) -> int:
         """Store a plain long document (e.g. a RULER haystack) as chunks ``chunk-0``, ``chunk-1``, ...
 
@@ -369,12 +379,13 @@ class MemoryBank:
 
             chunks = [chunk for chunk in chunk_text(document, resolve_tokenizer(tokenizer), chunk_tokens) if chunk.strip()]
         messages = [{"message_id": f"chunk-{number}", "text": chunk} for number, chunk in enumerate(chunks)]
-        return self.ingest(messages, conversation_id=conversation_id)
+        return self.ingest(messages, conversation_id=conversation_id, owner=owner)
 
     # -- search ------------------------------------------------------------------------------------
 
     def semantic_search(
-        self, query: str, *, conversation_id: str, k: int = 5, speaker: str | None = None, session: int | None = None
+        self, query: str, *, conversation_id: str, owner: str | None = None, k: int = 5, speaker: str | None = None,
+        session: int | None = None,
     ) -> list[MemoryGroup]:
         """The ``k`` items nearest ``query`` by cosine similarity, best first, each with its neighbours.
 
@@ -386,13 +397,13 @@ class MemoryBank:
             raise ValueError(f"query must be a non-empty string, got {query!r}")
         positive_int("k", k)
         _check_filters(speaker, session)
-        self.conversation_namespace(conversation_id)  # validates the id
-        with self._conversation_lock(conversation_id):
-            if not len(self._index(conversation_id)):
+        namespace = self.conversation_namespace(conversation_id, owner)
+        with self._conversation_lock(namespace):
+            if not len(self._index(namespace)):
                 return []
         query_vector = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)  # outside the lock: the slow part
-        with self._conversation_lock(conversation_id):
-            index = self._index(conversation_id)
+        with self._conversation_lock(namespace):
+            index = self._index(namespace)
             hits = index.nearest(query_vector, k, index.filter_mask(speaker, session))
             return [index.group(row, score, self.context) for row, score in hits]
 
@@ -401,6 +412,7 @@ class MemoryBank:
         keywords: str | Sequence[str],
         *,
         conversation_id: str,
+        owner: str | None = None,
         k: int = 5,
         speaker: str | None = None,
         session: int | None = None,
@@ -418,9 +430,9 @@ class MemoryBank:
         _check_filters(speaker, session)
         if ranking not in KEYWORD_RANKINGS:
             raise ValueError(f"ranking must be one of {', '.join(KEYWORD_RANKINGS)}, got {ranking!r}")
-        self.conversation_namespace(conversation_id)
-        with self._conversation_lock(conversation_id):
-            index = self._index(conversation_id)
+        namespace = self.conversation_namespace(conversation_id, owner)
+        with self._conversation_lock(namespace):
+            index = self._index(namespace)
             if not len(index):
                 return []
             rows = index.matching(phrases, index.filter_mask(speaker, session))
@@ -430,13 +442,13 @@ class MemoryBank:
             order = np.arange(len(rows)) if ranking == "position" else np.lexsort((rows, -scores))
             return [index.group(int(rows[i]), float(scores[i]), self.context) for i in order[:k]]
 
-    def items(self, conversation_id: str) -> list[MemoryItem]:
+    def items(self, conversation_id: str, owner: str | None = None) -> list[MemoryItem]:
         """Every item of a conversation, in position order (copies: editing them changes nothing)."""
-        self.conversation_namespace(conversation_id)
-        with self._conversation_lock(conversation_id):
-            return [MemoryItem(**item) for item in self._index(conversation_id).items]
+        namespace = self.conversation_namespace(conversation_id, owner)
+        with self._conversation_lock(namespace):
+            return [MemoryItem(**item) for item in self._index(namespace).items]
 
-    def refresh(self, conversation_id: str | None = None) -> None:
+    def refresh(self, conversation_id: str | None = None, owner: str | None = None) -> None:
         """Forget the in-process index of one conversation (None: all); the next use rebuilds it from the store.
 
         Needed only when something other than this bank wrote to the same namespace.
@@ -445,7 +457,7 @@ class MemoryBank:
             if conversation_id is None:
                 self._indexes.clear()
             else:
-                self._indexes.pop(_check_label(conversation_id, "conversation_id"), None)
+                self._indexes.pop(self.conversation_namespace(conversation_id, owner), None)
 
     # -- async twins (the work is CPU-bound: run it in a worker thread) ---------------------------------
 
@@ -463,9 +475,9 @@ class MemoryBank:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _conversation_lock(self, conversation_id: str) -> threading.RLock:
+    def _conversation_lock(self, namespace: tuple[str, ...]) -> threading.RLock:
         with self._lock:
-            return self._locks.setdefault(conversation_id, threading.RLock())
+            return self._locks.setdefault(namespace, threading.RLock())
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         vectors = np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
@@ -473,23 +485,23 @@ class MemoryBank:
             raise ValueError(f"{self.embeddings!r} returned {len(vectors)} vectors for {len(texts)} texts")
         return vectors
 
-    def _index(self, conversation_id: str) -> ConversationIndex:
-        """The conversation's index, read back from the store on first use (caller holds its lock)."""
-        index = self._indexes.get(conversation_id)
+    def _index(self, namespace: tuple[str, ...]) -> ConversationIndex:
+        """The index of the conversation at ``namespace``, read back from the store on first use (caller holds its lock)."""
+        index = self._indexes.get(namespace)
         if index is None:
             index = ConversationIndex()
-            stored = self._read_store(conversation_id)
+            stored = self._read_store(namespace)
             for start in range(0, len(stored), self.batch_size):
                 batch = stored[start : start + self.batch_size]
                 index.add(batch, self._embed([item["content"] for item in batch]))
-            self._indexes[conversation_id] = index
+            self._indexes[namespace] = index
         return index
 
-    def _read_store(self, conversation_id: str) -> list[MemoryItem]:
-        """Every item stored for the conversation, in position order."""
+    def _read_store(self, namespace: tuple[str, ...]) -> list[MemoryItem]:
+        """Every item stored for the conversation at ``namespace``, in position order."""
         if self._store is None:  # the bank's own store does not exist yet: nothing is stored
             return []
-        namespace = self.conversation_namespace(conversation_id)
+        conversation_id = namespace[-1]
         found: list[MemoryItem] = []
         offset = 0
         while True:

@@ -45,6 +45,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from pydantic import ValidationError
 
@@ -54,6 +55,7 @@ from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.loading import context_window, prompt_budget
 from ..agents.prompts import FinalPromptStyle
 from ..agents.tokenizers import TokenCodec, encode_long, optional_tokenizer
+from ..agents.users import UserContext, owner_label
 from .memory_bank import SUMER_CONTEXT, MemoryBank
 from .memory_index import MemoryGroup
 from .sumer_prompts import (
@@ -244,7 +246,7 @@ class _SumerSteps:
         return self.max_context_tokens is not None and context_tokens > self.max_context_tokens
 
     # ingest ----------------------------------------------------------------------------------
-    def ingest(self, state: SumerState) -> dict[str, Any]:
+    def ingest(self, state: SumerState, runtime: Runtime[Any]) -> dict[str, Any]:
         question, document, turns = state.get("question"), state.get("document"), state.get("turns")
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"input 'question' must be a non-empty string, got {question!r}")
@@ -261,11 +263,13 @@ class _SumerSteps:
             conversation_id = conversation_key(turns, document or "", chunk_tokens=self.chunk_tokens)
         elif not isinstance(conversation_id, str) or not conversation_id.strip():
             raise ValueError(f"input 'conversation_id' must be a non-empty string without '.', got {conversation_id!r}")
+        owner = owner_label(runtime)
         if turns:
-            self.bank.ingest(turns, conversation_id=conversation_id)
+            self.bank.ingest(turns, conversation_id=conversation_id, owner=owner)
             source, items, overview = "a long conversation", "its raw messages", _overview(turns)
         else:
-            self.bank.ingest_document(document, conversation_id=conversation_id, chunk_tokens=self.chunk_tokens, tokenizer=self.codec)
+            self.bank.ingest_document(document, conversation_id=conversation_id, owner=owner, chunk_tokens=self.chunk_tokens,
+                                      tokenizer=self.codec)
             source, items, overview = "a long document", "its passages (there are no speakers or sessions)", ""
         system = sumer_system_prompt(
             source=source,
@@ -302,9 +306,9 @@ class _SumerSteps:
             update["stop_reason"] = "turn_limit"  # no search: the forced answer reads ``found`` alone
         return update
 
-    async def aingest(self, state: SumerState) -> dict[str, Any]:
+    async def aingest(self, state: SumerState, runtime: Runtime[Any]) -> dict[str, Any]:
         # Embedding the conversation is CPU work: keep it off the event loop.
-        return await asyncio.to_thread(self.ingest, state)
+        return await asyncio.to_thread(self.ingest, state, runtime)
 
     # agent -----------------------------------------------------------------------------------
     def _after_turn(self, state: SumerState, reply: BaseMessage) -> dict[str, Any]:
@@ -334,7 +338,7 @@ class _SumerSteps:
         return self._after_turn(state, await acall_model(self.agent_model, state["messages"], step, self.model))
 
     # tools -----------------------------------------------------------------------------------
-    def _search(self, args: dict[str, Any], state: SumerState) -> tuple[str, SearchRecord | None]:
+    def _search(self, args: dict[str, Any], state: SumerState, owner: str) -> tuple[str, SearchRecord | None]:
         try:
             request = SearchMemoryArgs.model_validate(args)
         except ValidationError as error:
@@ -345,11 +349,11 @@ class _SumerSteps:
             if request.mode == "semantic":
                 text = query if isinstance(query, str) else " ".join(query)
                 groups = self.bank.semantic_search(
-                    text, conversation_id=state["conversation_id"], k=request.k, speaker=speaker, session=request.session
+                    text, conversation_id=state["conversation_id"], owner=owner, k=request.k, speaker=speaker, session=request.session
                 )
             else:
                 groups = self.bank.keyword_search(
-                    query, conversation_id=state["conversation_id"], k=request.k, speaker=speaker, session=request.session
+                    query, conversation_id=state["conversation_id"], owner=owner, k=request.k, speaker=speaker, session=request.session
                 )
         except ValueError as error:
             return f"Error: {SEARCH_TOOL} was not run: {error}", None
@@ -372,7 +376,7 @@ class _SumerSteps:
             return f"Error: the answer was empty. Call {SUBMIT_TOOL} with a non-empty answer.", None
         return "Answer submitted.", answer
 
-    def tools(self, state: SumerState) -> dict[str, Any]:
+    def tools(self, state: SumerState, runtime: Runtime[Any]) -> dict[str, Any]:
         reply = state["messages"][-1]
         if not isinstance(reply, AIMessage):
             raise TypeError(f"the tools step expects the last message to be the assistant's turn, got {type(reply).__name__}")
@@ -398,7 +402,7 @@ class _SumerSteps:
             elif answer is not None:
                 content = "Error: not executed: the answer was already submitted in this turn."
             elif call["name"] == SEARCH_TOOL:
-                content, record = self._search(call["args"], state)
+                content, record = self._search(call["args"], state, owner_label(runtime))
                 if record is not None:
                     searches.append(record)
                     ok = True
@@ -435,8 +439,8 @@ class _SumerSteps:
             update["stop_reason"] = "context_overflow"
         return update
 
-    async def atools(self, state: SumerState) -> dict[str, Any]:
-        return await asyncio.to_thread(self.tools, state)
+    async def atools(self, state: SumerState, runtime: Runtime[Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(self.tools, state, runtime)
 
     # forced answer ---------------------------------------------------------------------------
     def _forced_prompt(self, state: SumerState) -> str | None:
@@ -613,6 +617,8 @@ def build_sumer_graph(
         messages, e.g. LoCoMo's ``sample.meta["turns"]``), ``conversation_id`` and ``found``; output
         ``answer``, ``response``, ``usage``, ``question``, ``conversation_id``,
         ``turns_used``, ``tool_calls``, ``rejected_tool_calls``, ``invalid_tool_calls``, ``stop_reason``, ``forced_answer`` and ``searches``.
+        The bank keeps each user's conversations apart: run it with ``context={"user_id": "alice"}``
+        (served: the signed-in user; neither: ``"anonymous"``; see :mod:`langgraph_memagent.agents.users`).
 
     Example:
         >>> from langgraph_memagent import load_chat_model
@@ -666,7 +672,7 @@ def build_sumer_graph(
         query_style=query_style,
         answer_rule=answer_rule,
     )
-    builder = StateGraph(SumerState, input_schema=SumerInput, output_schema=SumerOutput)
+    builder = StateGraph(SumerState, context_schema=UserContext, input_schema=SumerInput, output_schema=SumerOutput)
     builder.add_node("ingest", node(steps.ingest, steps.aingest))
     builder.add_node("agent", node(steps.agent, steps.aagent))
     builder.add_node("tools", node(steps.tools, steps.atools))

@@ -165,7 +165,7 @@ def run_synthetic(minilm: Embeddings, items: int, queries: int, batch_size: int,
     keyword = latency([lambda w=w: bank.keyword_search(w, conversation_id="synthetic", k=5) for w in keywords])
     keyword_position = latency([lambda w=w: bank.keyword_search(w, conversation_id="synthetic", k=5, ranking="position") for w in keywords])
     keyword_filtered = latency([lambda w=w: bank.keyword_search(w, conversation_id="synthetic", k=5, speaker="Ben", session=250) for w in keywords])
-    matches = [len(bank._index("synthetic").matching([[word.lower()] for word in w.split()], None)) for w in keywords]
+    matches = [len(bank._index(bank.conversation_namespace("synthetic")).matching([[word.lower()] for word in w.split()], None)) for w in keywords]
     store_search = latency([lambda q=q: bank.store.search(("memory_bank", "synthetic"), query=q, limit=5) for q in texts[:3]])
     goal = max(semantic["p95_ms"], keyword["p95_ms"])
     return {

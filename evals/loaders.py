@@ -55,7 +55,12 @@ def _read_text(path: PathLike) -> str:
     path = Path(path)
     if not path.is_file():
         raise DataFileError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DataFileError(
+            f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x} at offset {error.start}); expected a JSON or JSON-lines file"
+        ) from None
     if not text.strip():
         raise DataFileError(f"{path}: the file is empty")
     return text
@@ -88,9 +93,19 @@ def _read_json_records(path: PathLike) -> list[Any]:
     return _read_json_lines(path)
 
 
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for messages.
+
+    >>> json_type({}), json_type([]), json_type("a"), json_type(1.5), json_type(None)
+    ('object', 'list', 'string', 'number', 'null')
+    """
+    names = {dict: "object", list: "list", str: "string", bool: "true/false", int: "number", float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
 def _expect_list(data: Any, path: PathLike, what: str = "a JSON list of records") -> list:
     if not isinstance(data, list):
-        raise DataFileError(f"{path}: expected {what}, got a JSON {type(data).__name__}")
+        raise DataFileError(f"{path}: expected {what}, got a JSON {json_type(data)}")
     if not data:
         raise DataFileError(f"{path}: the list of records is empty")
     return data
@@ -98,7 +113,7 @@ def _expect_list(data: Any, path: PathLike, what: str = "a JSON list of records"
 
 def _field(record: Any, name: str, path: PathLike, index: int, types: type | tuple[type, ...] | None = None) -> Any:
     if not isinstance(record, dict):
-        raise DataFileError(f"{path}: record {index} is a JSON {type(record).__name__}, expected an object")
+        raise DataFileError(f"{path}: record {index} is a JSON {json_type(record)}, expected an object")
     if name not in record:
         raise DataFileError(f"{path}: record {index} has no field {name!r} (its fields: {', '.join(record) or 'none'})")
     value = record[name]
@@ -546,6 +561,11 @@ def load_records(
         return load_squad(path, num_docs, seed)
     if isinstance(data, dict) and ("speaker_a" in data or "conversation" in data or "qa" in data):
         return load_locomo(path, include_adversarial=include_adversarial)
+    if isinstance(data, dict):
+        raise DataFileError(
+            f"{path}: a JSON object that is neither SQuAD (a 'data' key) nor LoCoMo ('conversation', 'speaker_a' or 'qa'); "
+            f"its keys: {', '.join(map(str, data)) or 'none'}"
+        )
     first = _expect_list(data, path, "a JSON list of records or a JSON object (SQuAD, LoCoMo)")[0]
     keys = set(first) if isinstance(first, dict) else set()
     if {"question", "document", "answers", "task"} <= keys:

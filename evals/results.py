@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agents.atomic_files import write_atomic
+from ..agents.atomic_files import replacing
 from .lengths import ComparisonError
 
 
@@ -24,6 +24,16 @@ def result_key(line: dict[str, Any]) -> tuple:
     return (line["graph"], line["task"], line["length"], line["index"], line["seed"])
 
 
+def _complete_lines(path: Path) -> tuple[list[bytes], bytes]:
+    """The file's complete lines and its torn tail (after the last newline; a kill mid-write leaves one).
+
+    Split as bytes: a tail torn inside a multi-byte UTF-8 character is still only the tail.
+    """
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    return data[:end].splitlines(), data[end:]
+
+
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The lines of a results file; a torn last line (a kill mid-write) is dropped.
 
@@ -32,34 +42,30 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         return []
-    text = path.read_text(encoding="utf-8")
-    lines = text.splitlines()
+    lines, _ = _complete_lines(path)
     records: dict[tuple, dict[str, Any]] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line.decode("utf-8"))
             records[result_key(record)] = record
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            if number == len(lines) and not text.endswith("\n"):
-                break  # torn by a kill: that sample simply runs again
-            raise ComparisonError(f"{path}: line {number} is not a results record ({error})") from error
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ComparisonError(f"{path}: line {number} is not a results record ({error})") from None
     return list(records.values())
 
 
 def _repair_torn_tail(path: Path) -> None:
     """Cut a partial last line so appended lines start on a fresh line."""
     if path.is_file() and path.stat().st_size:
-        text = path.read_text(encoding="utf-8")
-        if not text.endswith("\n"):
-            kept = text[: text.rfind("\n") + 1]
+        _, torn = _complete_lines(path)
+        if torn:
             print(
-                f"note: {path}: dropped a torn last line ({len(text) - len(kept)} characters, from an interrupted run); "
-                "its sample runs again",
+                f"note: {path}: dropped a torn last line ({len(torn)} bytes, from an interrupted run); its sample runs again",
                 file=sys.stderr,
             )
-            write_atomic(path, kept)
+            with replacing(path, "wb") as file:  # the complete lines byte for byte
+                file.write(path.read_bytes()[: -len(torn)])
 
 
 class ResultsWriter:

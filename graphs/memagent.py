@@ -8,7 +8,8 @@ question + memory alone. Cost is linear in document length.
 Graph: ``chunk_document -> update_memory (once per chunk) -> answer``.
 
 The document never rides in the checkpointed state after the first step: its chunks
-live in the graph's store (namespace ``("memagent", "documents", <document_id>)``), so
+live in the graph's store (namespace ``(<user>, "memagent", "documents", <document_id>)``, the
+run's user first: see :mod:`langgraph_memagent.agents.users`), so
 the bytes a checkpointer writes per step do not grow with document length. A run killed
 at chunk k resumes at chunk k through ``graph.invoke(None, config)``; if the store did
 not survive (an in-memory store in a new process), the chunks are rebuilt from the
@@ -30,6 +31,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
@@ -48,6 +50,7 @@ from ..agents.constrained import answer_grammar
 from ..agents.loading import context_window
 from ..agents.prompts import MEMORY_START, FinalPromptStyle, final_prompt, memory_update_prompt
 from ..agents.tokenizers import TokenCodec, chunk_text, iter_chunks, resolve_tokenizer
+from ..agents.users import UserContext, owner_label
 
 
 logger = logging.getLogger(__name__)
@@ -76,6 +79,12 @@ class MemAgentState(MemAgentOutput, total=False):
 
     document: str  # input only; cleared by chunk_document
     document_id: str
+    document_owner: str  # the user whose namespace holds the chunks during the run
+
+
+def _chunks_namespace(state: Any) -> tuple[str, ...]:
+    """Where the run's chunks live: under its user, then MemAgent's documents, then the run's document."""
+    return (state["document_owner"], *DOCUMENTS_NAMESPACE, state["document_id"])
 
 
 @dataclass(frozen=True)
@@ -136,10 +145,10 @@ class _MemAgentSteps:
         return [PutOp(namespace, _chunk_key(first + i), {"text": text}, index=False) for i, text in enumerate(group)]
 
     @staticmethod
-    def _start(document_id: str, num_chunks: int) -> dict[str, Any]:
+    def _start(where: dict[str, str], num_chunks: int) -> dict[str, Any]:
         return {
             "document": "",
-            "document_id": document_id,
+            **where,
             "num_chunks": num_chunks,
             "chunks_read": 0,
             "memory": MEMORY_START,
@@ -149,25 +158,28 @@ class _MemAgentSteps:
             "usage": {"llm_calls": 0, "input_tokens": 0, "output_tokens": 0},
         }
 
-    def chunk_document(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+    @staticmethod
+    def _new_document(runtime: Runtime[Any]) -> tuple[dict[str, str], tuple[str, ...]]:
+        where = {"document_owner": owner_label(runtime), "document_id": uuid.uuid4().hex}
+        return where, _chunks_namespace(where)
+
+    def chunk_document(self, state: MemAgentState, store: BaseStore | None, runtime: Runtime[Any]) -> dict[str, Any]:
         store = self._store(store)
-        document_id = uuid.uuid4().hex
-        namespace, written = (*DOCUMENTS_NAMESPACE, document_id), 0
+        (where, namespace), written = self._new_document(runtime), 0
         for group in self._chunk_groups(state):
             store.batch(self._puts(namespace, written, group))
             written += len(group)
-        return self._start(document_id, written)
+        return self._start(where, written)
 
-    async def achunk_document(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
+    async def achunk_document(self, state: MemAgentState, store: BaseStore | None, runtime: Runtime[Any]) -> dict[str, Any]:
         store = self._store(store)
-        document_id = uuid.uuid4().hex
-        namespace, written = (*DOCUMENTS_NAMESPACE, document_id), 0
+        (where, namespace), written = self._new_document(runtime), 0
         groups = self._chunk_groups(state)
         # Tokenizing millions of tokens is CPU work: keep it off the event loop.
         while group := await asyncio.to_thread(next, groups, None):
             await store.abatch(self._puts(namespace, written, group))
             written += len(group)
-        return self._start(document_id, written)
+        return self._start(where, written)
 
     # update_memory ----------------------------------------------------------------
     def _memory_messages(self, state: MemAgentState, item: Any) -> list[BaseMessage]:
@@ -195,14 +207,14 @@ class _MemAgentSteps:
 
     def update_memory(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
         store = self._store(store)
-        item = store.get((*DOCUMENTS_NAMESPACE, state["document_id"]), _chunk_key(state["chunks_read"]))
+        item = store.get(_chunks_namespace(state), _chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
         reply = call_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
         return self._after_memory(state, reply)
 
     async def aupdate_memory(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
         store = self._store(store)
-        item = await store.aget((*DOCUMENTS_NAMESPACE, state["document_id"]), _chunk_key(state["chunks_read"]))
+        item = await store.aget(_chunks_namespace(state), _chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
         reply = await acall_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
         return self._after_memory(state, reply)
@@ -212,7 +224,7 @@ class _MemAgentSteps:
         return [HumanMessage(final_prompt(state["question"], state["memory"], self.config.final_prompt))]
 
     def _after_answer(self, state: MemAgentState, reply: BaseMessage) -> tuple[dict[str, Any], list[PutOp]]:
-        namespace = (*DOCUMENTS_NAMESPACE, state["document_id"])
+        namespace = _chunks_namespace(state)
         deletes = [PutOp(namespace, _chunk_key(i), None) for i in range(state["num_chunks"])]
         update = {
             "response": reply.text,
@@ -287,7 +299,7 @@ class MemAgentGraph(RecursionSizedGraph):
         store = self.store
         if not document_id or remaining <= 0 or store is None:
             return
-        namespace = (*DOCUMENTS_NAMESPACE, document_id)
+        namespace = _chunks_namespace(values)
         if store.get(namespace, _chunk_key(values["chunks_read"])) is not None:
             return
         thread = {"configurable": {k: v for k, v in config["configurable"].items() if k in ("thread_id", "checkpoint_ns")}}
@@ -379,7 +391,8 @@ def build_memagent_graph(
     Returns:
         A compiled graph. Input ``{"question", "document"}``; output ``answer``,
         ``response``, ``memory``, ``chunks_read``, ``num_chunks``,
-        ``empty_memory_updates`` and ``usage``.
+        ``empty_memory_updates`` and ``usage``. The run's chunks sit in the store under its user
+        (``context={"user_id": ...}``, the signed-in user when served, else ``"anonymous"``).
 
     Example:
         >>> from langgraph_memagent import build_memagent_graph, load_chat_model
@@ -403,7 +416,7 @@ def build_memagent_graph(
     _check_window(config, codec, context_window(model))
     own_store = store if store is not None else InMemoryStore()
     steps = _MemAgentSteps(model, codec, config, own_store)
-    builder = StateGraph(MemAgentState, input_schema=MemAgentInput, output_schema=MemAgentOutput)
+    builder = StateGraph(MemAgentState, context_schema=UserContext, input_schema=MemAgentInput, output_schema=MemAgentOutput)
     builder.add_node("chunk_document", node(steps.chunk_document, steps.achunk_document))
     builder.add_node("update_memory", node(steps.update_memory, steps.aupdate_memory))
     builder.add_node("answer", node(steps.answer, steps.aanswer))

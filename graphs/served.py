@@ -158,12 +158,17 @@ def served_store(environ: Mapping[str, str] = os.environ) -> BaseStore | None:
     from langgraph.store.postgres import PostgresStore
     from psycopg import Connection
     from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
 
     try:
-        connection = Connection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        Connection.connect(url, connect_timeout=15).close()  # a bad URL is named at start-up, with PostgreSQL's reason
     except Exception as error:  # noqa: BLE001 - the server's start-up log must say which variable is wrong
         raise ValueError(f"MEMAGENT_STORE_URL={url!r}: cannot connect to PostgreSQL ({type(error).__name__}: {error})") from None
-    store = PostgresStore(connection)
+    # A pool, not one connection: a connection that PostgreSQL closed (a restart) is checked
+    # and replaced when next taken, so the runs after a restart work again.
+    pool = ConnectionPool(url, min_size=1, max_size=8, open=True, check=ConnectionPool.check_connection, name="memagent-store",
+                          kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+    store = PostgresStore(pool)
     store.setup()
     return store
 

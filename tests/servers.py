@@ -32,7 +32,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
@@ -114,6 +115,15 @@ def _pg_runner() -> tuple[list[str], pwd.struct_passwd | None]:
     return [runuser, "-u", _PG_USER, "--"], account
 
 
+@dataclass
+class PostgresCluster:
+    """A running throw-away cluster: its URL, and ``stop``/``start`` for fault drills."""
+
+    url: str
+    stop: Callable[[], None]  # pg_ctl stop -m fast: clients see their connections closed
+    start: Callable[[], None]  # pg_ctl start on the same port and data
+
+
 @contextlib.contextmanager
 def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[str]:
     """Run a fresh PostgreSQL cluster on a free loopback port.
@@ -122,6 +132,13 @@ def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[str]:
     (trust authentication, no password). The cluster is stopped with
     ``pg_ctl stop -m immediate`` and its directory removed at exit.
     """
+    with postgres_cluster(startup_timeout=startup_timeout) as cluster:
+        yield cluster.url
+
+
+@contextlib.contextmanager
+def postgres_cluster(*, startup_timeout: float = 30.0) -> Iterator[PostgresCluster]:
+    """:func:`postgres_server`, yielding the cluster with its ``stop`` and ``start``."""
     bindir = _find_pg_bindir()
     prefix, account = _pg_runner()
 
@@ -176,22 +193,30 @@ def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[str]:
                 "-c max_connections=50",
             ]
         )
-        # -w makes pg_ctl wait until the server accepts connections (bounded by -t).
-        start = run(
-            bindir / "pg_ctl",
-            "-D", data_dir,
-            "-l", log_path,
-            "-o", server_options,
-            "-w", "-t", str(int(startup_timeout)),
-            "start",
-            timeout=startup_timeout + 30,
-        )
-        if start.returncode != 0:
-            raise RuntimeError(
-                f"pg_ctl start failed ({start.returncode}):\n{start.stdout}\n{start.stderr}\n"
-                f"--- server log ---\n{_log_tail(log_path)}"
+        def start() -> None:
+            # -w makes pg_ctl wait until the server accepts connections (bounded by -t).
+            started = run(
+                bindir / "pg_ctl",
+                "-D", data_dir,
+                "-l", log_path,
+                "-o", server_options,
+                "-w", "-t", str(int(startup_timeout)),
+                "start",
+                timeout=startup_timeout + 30,
             )
-        yield f"postgresql://{_PG_USER}@{LOOPBACK}:{port}/postgres?sslmode=disable"
+            if started.returncode != 0:
+                raise RuntimeError(
+                    f"pg_ctl start failed ({started.returncode}):\n{started.stdout}\n{started.stderr}\n"
+                    f"--- server log ---\n{_log_tail(log_path)}"
+                )
+
+        def stop() -> None:
+            stopped = run(bindir / "pg_ctl", "-D", data_dir, "-m", "fast", "-w", "stop", timeout=60)
+            if stopped.returncode != 0:
+                raise RuntimeError(f"pg_ctl stop failed ({stopped.returncode}):\n{stopped.stdout}\n{stopped.stderr}")
+
+        start()
+        yield PostgresCluster(f"postgresql://{_PG_USER}@{LOOPBACK}:{port}/postgres?sslmode=disable", stop, start)
     finally:
         try:
             if (data_dir / "postmaster.pid").exists():
@@ -199,6 +224,62 @@ def postgres_server(*, startup_timeout: float = 30.0) -> Iterator[str]:
                 run(bindir / "pg_ctl", "-D", data_dir, "-m", "immediate", "-w", "stop", timeout=60)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- #
+# langgraph dev (the served graphs)
+# --------------------------------------------------------------------------- #
+
+LANGGRAPH_CONFIG = Path(__file__).resolve().parent.parent / "langgraph.json"
+
+
+def _langgraph_cli() -> Path:
+    """The ``langgraph`` CLI of this interpreter's environment, with the in-memory runtime."""
+    cli = Path(sys.executable).with_name("langgraph")
+    if not cli.exists():
+        raise ServerUnavailable(f"`langgraph` CLI not found next to {sys.executable}: pip install 'langgraph-cli[inmem]'")
+    missing = [m for m in ("langgraph_api", "langgraph_runtime_inmem") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ServerUnavailable(f"`langgraph dev` needs {', '.join(missing)}: pip install 'langgraph-cli[inmem]'")
+    return cli
+
+
+@contextlib.contextmanager
+def langgraph_dev_server(workdir: Path, env: dict[str, str], *, startup_timeout: float = 180.0) -> Iterator[str]:
+    """Run ``langgraph dev`` on a free loopback port with this repository's langgraph.json; yields its URL.
+
+    Never with ``--allow-blocking``: the server's blocking-call detector stays on, so a graph
+    that blocks its event loop fails its run.
+
+    ``workdir`` is the server's working directory: the in-memory runtime writes its
+    ``.langgraph_api`` persistence files there, not into the repository.
+    """
+    cli = _langgraph_cli()
+    port = _free_port()
+    url = f"http://{LOOPBACK}:{port}"
+    command = [str(cli), "dev", "--host", LOOPBACK, "--port", str(port), "--config", str(LANGGRAPH_CONFIG), "--no-browser", "--no-reload"]
+    log_path = workdir / "langgraph-dev.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"langgraph dev exited with {proc.returncode} during start-up:\n{_log_tail(log_path)}")
+            try:
+                with urllib.request.urlopen(f"{url}/ok", timeout=5) as response:
+                    if response.status == 200:
+                        break
+            except (OSError, urllib.error.URLError):
+                pass  # not listening yet (graphs import before the port opens)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"langgraph dev not healthy at {url}/ok after {startup_timeout:.0f}s:\n{_log_tail(log_path)}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        _stop_process_group(proc)
 
 
 # --------------------------------------------------------------------------- #

@@ -87,7 +87,7 @@ def last_tool_reply(messages) -> str:
 
 
 def memory_of(graph, user: str = "alice") -> dict[str, str]:
-    return {item.key: item.value["content"] for item in LongTermMemory(graph.store, ("agemem", user)).items()}
+    return {item.key: item.value["content"] for item in LongTermMemory(graph.store, (user, "agemem")).items()}
 
 
 def test_add_gives_ids_that_update_and_delete_cite_and_a_bad_id_is_a_readable_error():
@@ -230,10 +230,10 @@ def test_namespace_comes_from_the_run_context_and_users_do_not_share_memory():
     bob = scripted(calls(tool_call("retrieve_memory", "c1", query="secret")), "nothing")
     out = build_agemem_graph(bob, store=store).invoke({"stage": "answer", "incoming": ["What is the secret?"]}, context={"user_id": "bob"})
     assert last_tool_reply(out["messages"]) == "long-term memory is empty"
-    assert [item.namespace for item in store.search(("agemem",))] == [("agemem", "alice")]
+    assert [item.namespace for item in store.search(("alice",))] == [("alice", "agemem")]
 
 
-@pytest.mark.parametrize("context, message", [(None, "AgeMem needs the run's context"), ({"user_id": "a.b"}, "must not contain '.'")])
+@pytest.mark.parametrize("context, message", [(None, "AgeMem needs the run's context"), ({"user_id": "a.b"}, "without '.'")])
 def test_missing_or_bad_context_fails_before_any_model_call(context, message):
     model = scripted("never")
     with pytest.raises(ValueError, match=message):
@@ -345,7 +345,7 @@ def test_qa_graph_runs_a_locomo_question_with_the_package_contract():
     assert result["answer"] and result["answer"] in result["memory_items"]
     assert result["usage"]["llm_calls"] == 2 * sessions + 4 and result["context_tokens"] > 0
     assert result["stop_reasons"]["answer"] == "replied"
-    assert store.search(("agemem",)) == []  # the per-run memory was cleared
+    assert store.search(("anonymous", "agemem")) == []  # the per-run memory was cleared
 
 
 def test_qa_graph_rejects_bad_inputs():
@@ -455,7 +455,7 @@ def test_a_given_memory_replaces_stage_one_and_is_what_the_answer_retrieves():
     assert [re.search(r"Stage (\d) of 3", call[0].text).group(1) for call in model.calls] == ["2", "3", "3"]
     assert result["stage_turns"] == {"distract": 1, "answer": 2} and result["arrivals"] == {"distract": 1, "answer": 1}
     assert result["answer"] == "Oslo" and sorted(result["memory_items"]) == sorted(given)
-    assert store.search(("agemem",)) == []  # the per-run memory, given items included, was cleared
+    assert store.search(("anonymous", "agemem")) == []  # the per-run memory, given items included, was cleared
     with pytest.raises(ValueError, match=r"input 'memory' must be a non-empty list of non-empty strings \(items memory holds\), got \[' '\]"):
         graph.invoke({"question": "q?", "document": "d", "memory": [" "]})
     build_only = build_agemem_qa_graph(scripted(), store=store, tokenizer=WordCodec(), build_only=True)

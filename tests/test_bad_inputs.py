@@ -29,7 +29,7 @@ LOCOMO = TESTS.parents[1] / "shared" / "data" / "locomo_conv30.json"
 
 @dataclass(frozen=True)
 class Row:
-    surface: str  # where the input goes: cli, compare, trainer, python, loader, harness, graph
+    surface: str  # where the input goes: cli, compare, trainer, python, loader, harness, graph, server
     bad_input: str  # what the user did
     expect: tuple[str, ...] = ()  # fragments of the one error line (rows run here)
     run: Callable[[Path], str] | None = None  # does it under a temporary directory; returns the error text
@@ -102,6 +102,13 @@ def _load(name: str, content: object, **options):
     from langgraph_memagent.evals import load_records
 
     return lambda tmp: load_records(_file(tmp, name, content), **options)
+
+
+def _load_bytes(tmp: Path, name: str, content: bytes):
+    from langgraph_memagent.evals import load_records
+
+    (tmp / name).write_bytes(content)
+    return load_records(tmp / name)
 
 
 def _absent_file(tmp: Path):
@@ -254,6 +261,12 @@ ROWS: list[Row] = [
     # data files --------------------------------------------------------------------------------------
     Row("loader", "a data file that does not exist", ("no such file",), raises(_absent_file)),
     Row("loader", "a JSON file that is not JSON", ("broken.json: not valid JSON",), raises(_load("broken.json", "{not json"))),
+    Row("loader", "a binary file (a raw UnicodeDecodeError naming no file)", ("data.json: not UTF-8 text (byte 0x89 at offset 0)",),
+        raises(lambda tmp: _load_bytes(tmp, "data.json", b"\x89\xff\x00binary"))),
+    Row("loader", "a JSON object of neither SQuAD nor LoCoMo (it said 'got a JSON dict')", ("a JSON object that is neither SQuAD", "its keys: a"),
+        raises(_load("object.json", {"a": 1}))),
+    Row("harness", "a results line torn inside a UTF-8 character (it blocked the resume)",
+        covered_by="test_harness.py::test_a_line_torn_inside_a_utf8_character_is_dropped_on_resume"),
     Row("loader", "a JSON string instead of records", ("expected a JSON list of records",), raises(_load("wrong.json", '"just a string"'))),
     Row("loader", "an empty JSON lines file", ("the file is empty",), raises(_load("empty.jsonl", "\n"))),
     Row("loader", "a JSON lines file with a broken line", ("line 2 is not valid JSON",), raises(_load("bad.jsonl", '{"input": "q", "outputs": ["a"]}\n{oops\n'))),
@@ -341,6 +354,12 @@ ROWS: list[Row] = [
     Row("trainer", "--agemem_retrieve_reply best on the SUMER graph", ("agemem_retrieve_reply is an option of graph 'agemem' and does nothing with graph 'sumer', got 'best'",),
         trainer("--preset", "cpu-sumer", "--agemem_retrieve_reply", "best")),
     Row("trainer", "--agemem_task_weight 1.5", ("agemem_task_weight must be between 0 and 1", "got 1.5"), trainer("--preset", "cpu-agemem", "--agemem_task_weight", "1.5")),
+    Row("server", "a token file with a bad line, a short or shared token", covered_by="test_served_auth.py::test_a_bad_token_file_stops_the_server_with_one_line"),
+    Row("server", "a context user_id naming another user than the signed-in one", covered_by="test_users.py::test_a_signed_in_user_cannot_name_another"),
+    Row("python", "a conversation id already holding another document (its error quoted the stored text)",
+        covered_by="test_memory_bank.py::test_messages_without_ids_get_stable_keys_and_conflicting_content_is_an_error"),
+    Row("trainer", "--max_steps -3 (it started a 192-step run)", ("max_steps must be a positive number of optimizer steps", "got -3"),
+        trainer("--max_steps", "-3")),
     Row("trainer", "--stop_after_steps past --max_steps", ("stop_after_steps must be 0 (off) or from 1 to max_steps (6), got 10",),
         trainer("--max_steps", "6", "--stop_after_steps", "10")),
     Row("trainer", "--search_context -1", ("search_context must be >= 0 (0 = the hits alone), got -1",), trainer("--preset", "cpu-sumer", "--search_context", "-1")),

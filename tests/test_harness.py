@@ -622,3 +622,16 @@ def test_revisions_benchmark_pairs_rounds_and_refuses_an_unknown_revision(capsys
         bench_revisions.main(["--before", "no-such-revision"])
     assert stopped.value.code == 2
     assert "--before 'no-such-revision' is not a commit of" in capsys.readouterr().err
+
+
+def test_a_line_torn_inside_a_utf8_character_is_dropped_on_resume(tmp_path, capsys) -> None:
+    """A kill after the first byte of 'é' left a line that blocked compare's resume ('utf-8' codec can't decode)."""
+    from langgraph_memagent.evals.results import ResultsWriter, read_results
+
+    path = tmp_path / "results.jsonl"
+    whole = json.dumps({"graph": "memagent", "task": "t", "length": 0, "index": 0, "seed": 0, "answer": "caf\u00e9"}, ensure_ascii=False)
+    path.write_bytes((whole + "\n" + whole.replace('"index": 0', '"index": 1')).encode()[:-3])
+    assert [record["index"] for record in read_results(path)] == [0]
+    ResultsWriter(path).close()
+    assert "dropped a torn last line" in capsys.readouterr().err
+    assert path.read_text(encoding="utf-8") == whole + "\n"

@@ -1,5 +1,6 @@
 """The served graphs (graphs/served.py, langgraph.json): in-process checks, then a real
-``langgraph dev`` server on loopback driven through the LangGraph SDK client."""
+``langgraph dev`` server on loopback driven through the LangGraph SDK client, with two users
+holding their own tokens (graphs/served_auth.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,9 @@ import contextlib
 import importlib.util
 import json
 import os
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.store.memory import InMemoryStore
@@ -21,7 +18,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_memagent.agents.tokenizers import chunk_text
 from langgraph_memagent.graphs.served import build_served_memagent, served_codec, served_model, served_tokenizer
 from scripted_model import ScriptedChatModel
-from servers import LOOPBACK, ServerUnavailable, _free_port, _log_tail, _stop_process_group, postgres_server
+from servers import ServerUnavailable, langgraph_dev_server, postgres_server
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CONFIG = REPO_ROOT / "langgraph.json"
@@ -84,58 +81,25 @@ def test_served_model_and_tokenizer_errors_name_the_variable(smollm2_codec) -> N
 # --------------------------------------------------------------------------- #
 
 
-def _langgraph_cli() -> Path:
-    """The ``langgraph`` CLI of this interpreter's environment, with the in-memory runtime."""
-    cli = Path(sys.executable).with_name("langgraph")
-    if not cli.exists():
-        raise ServerUnavailable(f"`langgraph` CLI not found next to {sys.executable}: pip install 'langgraph-cli[inmem]'")
-    missing = [m for m in ("langgraph_api", "langgraph_runtime_inmem") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise ServerUnavailable(f"`langgraph dev` needs {', '.join(missing)}: pip install 'langgraph-cli[inmem]'")
-    return cli
+# Two users of one team, as a token file names them (graphs/served_auth.py).
+TOKENS = {"alice": "alice-token-5b8f0c6e2d9a41f3", "bob": "bob-token-93c1e7a05f2d4b86"}
 
 
-@contextlib.contextmanager
-def langgraph_dev_server(workdir: Path, env: dict[str, str], *, startup_timeout: float = 180.0) -> Iterator[str]:
-    """Run ``langgraph dev`` on a free loopback port with this repository's langgraph.json.
+def client_of(url: str, user: str | None = None, timeout: float = 600, **headers: str) -> Any:
+    """An SDK client sending ``user``'s token (none: an anonymous client)."""
+    from langgraph_sdk import get_sync_client
 
-    Never with ``--allow-blocking``: the server's blocking-call detector stays on, so a graph
-    that blocks its event loop fails its run.
-
-    ``workdir`` is the server's working directory: the in-memory runtime writes its
-    ``.langgraph_api`` persistence files there, not into the repository.
-    """
-    cli = _langgraph_cli()
-    port = _free_port()
-    url = f"http://{LOOPBACK}:{port}"
-    command = [str(cli), "dev", "--host", LOOPBACK, "--port", str(port), "--config", str(CONFIG), "--no-browser", "--no-reload"]
-    log_path = workdir / "langgraph-dev.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            command, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        deadline = time.monotonic() + startup_timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"langgraph dev exited with {proc.returncode} during start-up:\n{_log_tail(log_path)}")
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except (OSError, urllib.error.URLError):
-                pass  # not listening yet (graphs import before the port opens)
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"langgraph dev not healthy at {url}/ok after {startup_timeout:.0f}s:\n{_log_tail(log_path)}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        _stop_process_group(proc)
+    if user is not None:
+        headers["Authorization"] = f"Bearer {TOKENS[user]}"
+    return get_sync_client(url=url, timeout=timeout, headers=headers or None)
 
 
 @pytest.fixture(scope="module")
 def server_url(embedded_model_dir, tmp_path_factory) -> Iterator[str]:
-    """A ``langgraph dev`` server serving the embedded model greedily (skips when not installed)."""
+    """A ``langgraph dev`` server with auth on, serving the embedded model greedily (skips when not installed)."""
+    workdir = tmp_path_factory.mktemp("langgraph-dev")
+    tokens = workdir / "tokens.txt"
+    tokens.write_text("# user token\n" + "".join(f"{user} {token}\n" for user, token in TOKENS.items()))
     env = {
         **os.environ,
         # No network: no CLI analytics, no LangSmith tracing, no hub downloads.
@@ -146,10 +110,11 @@ def server_url(embedded_model_dir, tmp_path_factory) -> Iterator[str]:
         "MEMAGENT_MODEL": "smollm2-135m",
         "MEMAGENT_TEMPERATURE": "0",
         **SERVER_BUDGET,
+        "MEMAGENT_AUTH_TOKENS_FILE": str(tokens),
     }
     with contextlib.ExitStack() as stack:
         try:
-            url = stack.enter_context(langgraph_dev_server(tmp_path_factory.mktemp("langgraph-dev"), env))
+            url = stack.enter_context(langgraph_dev_server(workdir, env))
         except ServerUnavailable as exc:
             pytest.skip(str(exc))
         yield url
@@ -158,9 +123,7 @@ def server_url(embedded_model_dir, tmp_path_factory) -> Iterator[str]:
 @pytest.mark.server
 @pytest.mark.embedded
 def test_sdk_runs_memagent_on_langgraph_dev(server_url, smollm2_codec) -> None:
-    from langgraph_sdk import get_sync_client
-
-    client = get_sync_client(url=server_url, timeout=600)
+    client = client_of(server_url, "alice")
     # Every graph of langgraph.json was imported and registered.
     assert {a["graph_id"] for a in client.assistants.search()} == set(json.loads(CONFIG.read_text())["graphs"])
 
@@ -187,18 +150,16 @@ def test_sdk_runs_memagent_on_langgraph_dev(server_url, smollm2_codec) -> None:
     history = client.threads.get_history(thread["thread_id"], limit=20)
     assert len(history) >= expected_chunks + 2
     assert client.threads.get(thread["thread_id"])["status"] == "idle"
-    # ...and the chunks lived in the server's store only for the run.
-    assert client.store.search_items(["memagent", "documents"])["items"] == []
+    # ...and the chunks lived in the server's store, under the user, only for the run.
+    assert client.store.search_items(["alice", "memagent", "documents"])["items"] == []
 
 
 @pytest.mark.server
 @pytest.mark.embedded
-@pytest.mark.parametrize("graph_id", ["sumer", "agemem", "langmem"])
+@pytest.mark.parametrize("graph_id", ["sumer", "langmem"])
 def test_sdk_runs_tool_graphs_on_langgraph_dev(server_url, graph_id) -> None:
-    """SUMER, AgeMem and LangMem embed, search and call the model without blocking the server's loop."""
-    from langgraph_sdk import get_sync_client
-
-    client = get_sync_client(url=server_url, timeout=600)
+    """SUMER and LangMem embed, search and call the model without blocking the server's loop (AgeMem: below)."""
+    client = client_of(server_url, "bob")
     result = client.runs.wait(None, graph_id, input={"question": QUESTION, "document": DOCUMENT}, raise_error=False)
     assert "__error__" not in result, result.get("__error__")
     assert {"answer", "response", "usage"} <= set(result)
@@ -209,9 +170,7 @@ def test_sdk_runs_tool_graphs_on_langgraph_dev(server_url, graph_id) -> None:
 @pytest.mark.server
 @pytest.mark.embedded
 def test_sdk_bad_input_is_a_readable_run_error(server_url) -> None:
-    from langgraph_sdk import get_sync_client
-
-    client = get_sync_client(url=server_url, timeout=120)
+    client = client_of(server_url, "alice", timeout=120)
     result = client.runs.wait(None, "memagent", input={"question": QUESTION, "document": "  "}, raise_error=False)
     assert result["__error__"]["error"] == "ValueError"
     assert "input 'document' must be a non-empty string" in result["__error__"]["message"]
@@ -219,24 +178,127 @@ def test_sdk_bad_input_is_a_readable_run_error(server_url) -> None:
 
 @pytest.mark.server
 @pytest.mark.embedded
-def test_readme_sdk_block_runs_against_langgraph_dev(server_url) -> None:
+def test_readme_sdk_block_runs_against_langgraph_dev(server_url, monkeypatch) -> None:
     """The README's SDK example, as written, against the real server (only its port differs)."""
     from readme import readme_blocks
 
     (block,) = [block for block in readme_blocks("python") if "langgraph_sdk" in block.code]
     assert "http://127.0.0.1:2024" in block.code
+    monkeypatch.setenv("MEMAGENT_TOKEN", TOKENS["alice"])
     namespace = {"text": DOCUMENT}
     exec(compile(block.code.replace("http://127.0.0.1:2024", server_url), f"README.md:{block.line}", "exec"), namespace)  # noqa: S102
     assert namespace["out"]["chunks_read"] == 2 and "answer" in namespace["out"]
+
+
+# --------------------------------------------------------------------------- #
+# Two users with their own tokens
+# --------------------------------------------------------------------------- #
+
+ALICE_DOCUMENT = "Diary of Alice. Alice's bank PIN is 4242. Alice's locker code is 9917. " + "The sky is blue. " * 8
+BOB_DOCUMENT = "Notes of Bob. Bob waters the plants on Mondays. " + "The grass is green. " * 8
+PIN_QUESTION = "What is Alice's bank PIN?"
+
+
+def _status(call: Any) -> int:
+    """The HTTP status a refused SDK call got."""
+    import httpx
+
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        call()
+    return refused.value.response.status_code
+
+
+@pytest.mark.server
+@pytest.mark.embedded
+def test_anonymous_studio_and_unknown_clients_are_refused(server_url) -> None:
+    clients = {
+        "no token": client_of(server_url, timeout=60),
+        # langgraph dev lets 'x-auth-scheme: langsmith' requests in as the Studio user unless
+        # langgraph.json disables it.
+        "studio header": client_of(server_url, timeout=60, **{"x-auth-scheme": "langsmith"}),
+        "unknown token": client_of(server_url, timeout=60, Authorization="Bearer alice-token-5b8f0c6e2d9a41f4"),
+    }
+    for name, client in clients.items():
+        assert _status(client.threads.search) == 401, name
+        assert _status(lambda: client.runs.wait(None, "memagent", input={"question": QUESTION, "document": DOCUMENT})) == 401, name
+        assert _status(lambda: client.store.search_items(["alice"])) == 401, name
+
+
+@pytest.mark.server
+@pytest.mark.embedded
+def test_users_see_only_their_own_threads_runs_assistants_and_chunks(server_url) -> None:
+    alice, bob = client_of(server_url, "alice"), client_of(server_url, "bob")
+    thread = alice.threads.create()
+    thread_id = thread["thread_id"]
+    during_run = {}
+    for part in alice.runs.stream(thread_id, "memagent", input={"question": PIN_QUESTION, "document": ALICE_DOCUMENT},
+                                  stream_mode="updates"):
+        if part.event == "updates" and "update_memory" in (part.data or {}) and not during_run:
+            # MemAgent's chunks are in the server's store now, under Alice.
+            during_run["alice"] = alice.store.search_items(["alice", "memagent", "documents"])["items"]
+            during_run["bob_reads_alice"] = _status(lambda: bob.store.search_items(["alice", "memagent", "documents"]))
+            during_run["bob_own"] = bob.store.search_items([])["items"]
+    assert any("4242" in item["value"]["text"] for item in during_run["alice"])
+    assert during_run["bob_reads_alice"] == 403
+    assert "4242" not in json.dumps(during_run["bob_own"])
+    assert thread_id in {t["thread_id"] for t in alice.threads.search(limit=100)}
+    assert thread_id not in {t["thread_id"] for t in bob.threads.search(limit=100)}
+    for read in (bob.threads.get, bob.threads.get_state, bob.threads.get_history, bob.runs.list):
+        assert _status(lambda: read(thread_id)) in (403, 404), read
+    # Bob can neither continue Alice's thread nor delete it.
+    assert _status(lambda: bob.runs.wait(thread_id, "memagent", input={"question": PIN_QUESTION, "document": BOB_DOCUMENT})) in (403, 404)
+    assert _status(lambda: bob.threads.delete(thread_id)) in (403, 404)
+    assert alice.threads.get_state(thread_id)["values"]["chunks_read"] >= 1
+    # The server's assistants are everybody's; a user's own are theirs.
+    own = alice.assistants.create("memagent", name="alice-memagent")
+    assert {a["graph_id"] for a in bob.assistants.search(limit=100)} == set(json.loads(CONFIG.read_text())["graphs"])
+    assert own["assistant_id"] not in {a["assistant_id"] for a in bob.assistants.search(limit=100)}
+    assert _status(lambda: bob.assistants.delete(own["assistant_id"])) in (403, 404)
+    assert alice.assistants.get(own["assistant_id"])["name"] == "alice-memagent"
+
+
+@pytest.mark.server
+@pytest.mark.embedded
+def test_memory_graphs_keep_each_users_memories_apart(server_url) -> None:
+    """The same ``conversation_id`` or document from another user gets memories of that user's own."""
+    alice, bob = client_of(server_url, "alice"), client_of(server_url, "bob")
+
+    def run(client: Any, graph: str, document: str, **options: Any) -> dict:
+        inputs = {"question": PIN_QUESTION, "document": document, **options.pop("input", {})}
+        return client.runs.wait(None, graph, input=inputs, raise_error=False, **options)
+
+    # SUMER refused this before: Bob's document under Alice's conversation id, with her text in the error.
+    first = run(alice, "sumer", ALICE_DOCUMENT, input={"conversation_id": "diary"})
+    second = run(bob, "sumer", BOB_DOCUMENT, input={"conversation_id": "diary"})
+    assert "__error__" not in first and "__error__" not in second, (first, second)
+    assert "4242" not in json.dumps(second)
+    # LangMem: Bob passing the conversation id Alice's run returned, or sending her very document
+    # (the same content key), extracts memories of his own and reads none of hers.
+    first = run(alice, "langmem", ALICE_DOCUMENT)
+    assert "__error__" not in first, first
+    by_id = run(bob, "langmem", BOB_DOCUMENT, input={"conversation_id": first["conversation_id"]})
+    assert "__error__" not in by_id, by_id
+    assert by_id["conversation_id"] == first["conversation_id"] and by_id["sessions_extracted"] >= 1
+    by_content = run(bob, "langmem", ALICE_DOCUMENT)  # the same content key: Bob's memories of it, none of Alice's
+    assert "__error__" not in by_content and by_content["conversation_id"] == first["conversation_id"], by_content
+    assert "4242" not in by_id["memory"] + by_content["memory"]
+    # AgeMem (its run here also stands for the tool-graph test above): Alice's memory is hers, and
+    # Bob naming her is refused (tests/test_users.py shows his own memory holds none of hers).
+    alices = run(alice, "agemem", ALICE_DOCUMENT, context={"user_id": "alice"})
+    assert "__error__" not in alices, alices
+    assert isinstance(alices["response"], str) and alices["usage"]["llm_calls"] >= 1
+    refused = run(bob, "agemem", BOB_DOCUMENT, context={"user_id": "alice"})
+    assert refused["__error__"]["error"] == "UserMismatchError"
+    assert "not the signed-in user" in refused["__error__"]["message"]
 
 
 @pytest.mark.server
 @pytest.mark.embedded
 def test_served_memories_survive_a_restart_in_postgres(embedded_model_dir, tmp_path) -> None:
     """With ``MEMAGENT_STORE_URL`` LangMem's memories and SUMER's bank live in PostgreSQL: a new
-    server, in a fresh working directory (no ``.langgraph_api`` files), finds them."""
+    server, in a fresh working directory (no ``.langgraph_api`` files), finds them. Without a token
+    file the server is open, and says so loudly when it starts."""
     from langgraph.store.postgres import PostgresStore
-    from langgraph_sdk import get_sync_client
 
     question = {"question": QUESTION, "document": DOCUMENT}
     with contextlib.ExitStack() as stack:
@@ -253,10 +315,11 @@ def test_served_memories_survive_a_restart_in_postgres(embedded_model_dir, tmp_p
             workdir.mkdir()
             try:
                 with langgraph_dev_server(workdir, env) as url:
-                    client = get_sync_client(url=url, timeout=600)
+                    client = client_of(url)  # no token: the open server lets anybody in
                     runs.append({graph: client.runs.wait(None, graph, input=question, raise_error=False) for graph in ("langmem", "sumer")})
             except ServerUnavailable as exc:
                 pytest.skip(str(exc))
+            assert "THE SERVER IS OPEN: MEMAGENT_AUTH_TOKENS_FILE is not set" in (workdir / "langgraph-dev.log").read_text()
         for run in runs:
             assert all("__error__" not in result for result in run.values()), run
         first, restarted = runs
@@ -266,6 +329,8 @@ def test_served_memories_survive_a_restart_in_postgres(embedded_model_dir, tmp_p
         assert restarted["langmem"]["memories"] == first["langmem"]["memories"]
         with PostgresStore.from_conn_string(store_url) as store:  # SUMER's bank: the document's pieces, stored once
             namespaces = store.list_namespaces()
-            assert any(namespace[0] == "langmem" for namespace in namespaces)
-            bank = [namespace for namespace in namespaces if namespace[0] != "langmem" and namespace[0] != "langmem_sessions"]
+            # Every memory sits under its user, here the open server's one user.
+            assert {namespace[0] for namespace in namespaces} == {"anonymous"}
+            assert any(namespace[1] == "langmem" for namespace in namespaces)
+            bank = [namespace for namespace in namespaces if namespace[1] not in ("langmem", "langmem_sessions")]
             assert bank and all(len(store.search(namespace, limit=1000)) > 0 for namespace in bank)

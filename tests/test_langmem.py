@@ -127,4 +127,4 @@ def test_memory_per_run_extracts_in_each_run_and_forgets_after_the_answer():
         assert [output["sessions_extracted"] for output in outputs] == extracted
         assert all(output["memories"] == 1 for output in outputs)
         assert (outputs[0]["conversation_id"] != outputs[1]["conversation_id"]) is per_run
-        assert (store.search(("langmem", outputs[1]["conversation_id"])) == []) is per_run  # forgotten after the answer
+        assert (store.search(("anonymous", "langmem", outputs[1]["conversation_id"])) == []) is per_run  # forgotten after the answer

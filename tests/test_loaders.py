@@ -257,7 +257,7 @@ def test_bad_files_name_the_file_record_and_field(tmp_path):
         load_ruler_jsonl(empty)
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps("just a string"))
-    with pytest.raises(DataFileError, match="expected a JSON list of records or a JSON object \\(SQuAD, LoCoMo\\), got a JSON str"):
+    with pytest.raises(DataFileError, match="expected a JSON list of records or a JSON object \\(SQuAD, LoCoMo\\), got a JSON string"):
         load_records(wrong)
     bad_line = tmp_path / "bad_line.jsonl"
     bad_line.write_text('{"input": "q", "outputs": ["a"]}\n{oops\n')

@@ -218,8 +218,13 @@ def test_messages_without_ids_get_stable_keys_and_conflicting_content_is_an_erro
     messages = [{"text": "Hi"}, {"text": "Hi"}, {"text": "Bye"}]
     assert bank.ingest(messages, conversation_id="c") == 3  # a repeated message is kept twice
     assert bank.ingest(messages, conversation_id="c") == 0
-    with pytest.raises(ValueError, match=r"id 'D1:1' of conversation 'd' is already stored with different content"):
-        bank.ingest([{"dia_id": "D1:1", "text": "one"}, {"dia_id": "D1:1", "text": "two"}], conversation_id="d")
+    bank.ingest([{"dia_id": "D1:1", "text": "Alice's PIN is 4242."}], conversation_id="d")
+    with pytest.raises(ValueError, match=r"id 'D1:1' of conversation 'd' is already stored with different content") as refused:
+        bank.ingest([{"dia_id": "D1:1", "text": "Notes of Bob."}], conversation_id="d")
+    # Lengths, never the stored text (it may be another caller's): it leaked "Alice's PIN is 4242".
+    assert "(20 characters stored, 13 given)" in str(refused.value) and "4242" not in str(refused.value)
+    # Another owner's conversation of the same id is another conversation.
+    assert bank.ingest([{"dia_id": "D1:1", "text": "Notes of Bob."}], conversation_id="d", owner="bob") == 1
 
 
 def test_precomputed_vectors_skip_the_embedding_model():
@@ -248,7 +253,7 @@ def test_large_banks_shortlist_in_float16_and_return_exactly_the_float32_top_k(m
     messages = [{"text": f"message {i}", "speaker": ("Ann", "Ben")[i % 2], "session": 1 + i % 3} for i in range(len(vectors))]
     bank = MemoryBank(embeddings=fake_counter())
     bank.ingest(messages, conversation_id="c", vectors=vectors)
-    index = bank._index("c")
+    index = bank._index(bank.conversation_namespace("c"))
     queries = [centre, centre + 0.01 * rng.standard_normal(32), *rng.standard_normal((5, 32))]
     for speaker, session in [(None, None), ("Ben", None), (None, 2)]:
         mask = index.filter_mask(speaker, session)

@@ -20,7 +20,7 @@ from langgraph_memagent.evals import generate_task, write_ruler_jsonl
 from readme import Block, readme_blocks, shell_commands
 
 SERVER_IMPORT = "langgraph_sdk"
-OTHER_TOOLS = {"make", "vllm", ".venv/bin/langgraph"}
+OTHER_TOOLS = {"make", "vllm", ".venv/bin/langgraph", "python"}
 
 
 def _run_block(block: Block, namespace: dict) -> None:
@@ -68,6 +68,8 @@ def test_readme_shell_commands_parse(block: Block) -> None:
     from langgraph_memagent.training.grpo_multiconv import parse_config
 
     for command in shell_commands(block):
+        while "=" in command[0] and command[0].split("=")[0].isupper():  # VARIABLE=value before a command
+            command = command[1:]
         if command[0] == "memagent":
             build_parser().parse_args(command[1:])
         elif "training/grpo_multiconv.py" in command:

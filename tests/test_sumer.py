@@ -468,7 +468,7 @@ def test_documents_are_chunked_into_the_bank_and_kept_out_of_checkpoints():
     result = graph.invoke({"question": "What is the vault code?", "document": document}, config)
     assert result["answer"] == "4417" and result["searches"][0]["hits"] == ["chunk-7"]
     assert result["conversation_id"] == conversation_key(None, document, chunk_tokens=20)
-    assert len(bank.items(result["conversation_id"])) == 12
+    assert len(bank.items(result["conversation_id"], owner="anonymous")) == 12  # the run named no user
     with_document = [c for c in saver.list(config) if c.checkpoint["channel_values"].get("document")]
     assert len(with_document) == 1  # only the input checkpoint; ingest clears it
     assert graph.get_state(config).values["document"] == ""

@@ -460,6 +460,8 @@ class MultiConvGRPOConfig(GRPOConfig):
         for name, note in non_negative.items():
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be >= 0{note}, got {getattr(self, name)!r}")
+        if self.max_steps < 1 and self.max_steps != -1:
+            problems.append(f"max_steps must be a positive number of optimizer steps (or -1: num_train_epochs decides), got {self.max_steps!r}")
         if self.stop_after_steps and not 0 < self.stop_after_steps <= self.max_steps:
             problems.append(f"stop_after_steps must be 0 (off) or from 1 to max_steps ({self.max_steps}), got {self.stop_after_steps!r}")
         return problems

@@ -35,7 +35,7 @@ content arrives, (2) reset the context (long-term memory is kept), distractors a
 out) for the comparison harness.
 
 The long-term namespace comes from the run's context (``context={"user_id": "alice"}``
-gives ``("agemem", "alice")``), read through the LangGraph ``Runtime``; bad tool calls
+gives ``("alice", "agemem")``), read through the LangGraph ``Runtime``; bad tool calls
 (unknown ids, malformed arguments, unparsable calls) become tool replies the model can
 read and act on, never exceptions.
 

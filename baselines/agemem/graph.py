@@ -46,7 +46,7 @@ from .context import (
     rendered_context,
     with_call_ids,
 )
-from .store import DEFAULT_NAMESPACE_ROOT, LongTermMemory, default_agemem_store, parse_memory_id, user_id_of
+from .store import DEFAULT_NAMESPACE_ROOT, LongTermMemory, agemem_namespace, default_agemem_store, parse_memory_id
 from .tools import (
     ANSWER_MODES,
     FORCE_ANSWER_PROMPT,
@@ -76,9 +76,10 @@ from .tools import (
 
 
 class AgeMemContext(TypedDict, total=False):
-    """The run's context: whose long-term memory this is (namespace ``(root, user_id)``)."""
+    """The run's context: whose long-term memory this is (namespace ``(user_id, root)``, see :func:`agemem_namespace`)."""
 
-    user_id: str
+    user_id: str  # the user (a served run's signed-in user needs none, and may name no other)
+    episode: str  # a memory of its own within the user's, e.g. one question's (namespace ``(user_id, root, episode)``)
 
 
 class AgeMemInput(TypedDict, total=False):
@@ -186,11 +187,11 @@ class _AgeMemSteps:
         return self._codec
 
     def memory(self, runtime: Runtime[Any]) -> LongTermMemory:
-        return LongTermMemory(self.store, (self.namespace_root, user_id_of(runtime)), self.embeddings)
+        return LongTermMemory(self.store, agemem_namespace(runtime, self.namespace_root), self.embeddings)
 
     # start_stage ------------------------------------------------------------------------------
     def start_stage(self, state: AgeMemState, runtime: Runtime[Any]) -> dict[str, Any]:
-        user_id_of(runtime)  # a missing context fails here, before any model call
+        agemem_namespace(runtime, self.namespace_root)  # a missing context fails here, before any model call
         stage, incoming = state.get("stage"), state.get("incoming", [])
         if stage not in STAGES:
             raise ValueError(f"input 'stage' must be one of {list(STAGES)}, got {stage!r}")
@@ -551,7 +552,7 @@ def build_agemem_graph(
         retrieve_reply: ``"scored"`` (default): a ``retrieve_memory`` call returns up to its ``k``
             items, one per line with id, score and tags; ``"best"`` (ours, for small models): it
             returns the best item's content alone, so the answer turn reads one short line.
-        namespace_root: first label of the long-term namespace ``(namespace_root, user_id)``.
+        namespace_root: second label of the long-term namespace ``(user_id, namespace_root)``.
         checkpointer: any LangGraph checkpointer (``None``: none, or the parent's when nested).
         name: graph name.
 

@@ -24,7 +24,7 @@ from ...agents.compiled_graph import RecursionSizedGraph, node
 from ...agents.loading import context_window, prompt_budget
 from ...agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
 from .graph import AgeMemContext, AgeMemGraph, build_agemem_graph
-from .store import LongTermMemory
+from .store import LongTermMemory, agemem_namespace
 from .tools import Stage
 
 
@@ -267,11 +267,11 @@ class _AgeMemQASteps:
 
     @staticmethod
     def _context(runtime: Runtime[Any]) -> tuple[dict[str, Any], bool]:
-        """The run's context, or a fresh per-run user (whose memory is cleared afterwards)."""
+        """The user's memory when the context names the user, else a fresh episode's (cleared afterwards)."""
         context = runtime.context
         user_id = context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None)
         if user_id is None:
-            return {"user_id": f"qa-{uuid.uuid4().hex}"}, True
+            return {"episode": f"qa-{uuid.uuid4().hex}"}, True
         return {"user_id": user_id}, False
 
     def _output(self, question: str, result: AgeMemProtocolResult, memory: LongTermMemory, temporary: bool) -> dict[str, Any]:
@@ -287,25 +287,24 @@ class _AgeMemQASteps:
             "context_chars": {stage: sum(len(message.text) for message in messages) for stage, messages in result.transcripts.items()},
         }
 
-    def _memory(self, context: dict[str, Any]) -> LongTermMemory:
-        return LongTermMemory(self.agent.store, (self.agent.agemem_namespace_root, context["user_id"]))
-
-    def _given_memory(self, context: dict[str, Any], items: list[str]) -> LongTermMemory:
-        memory = self._memory(context)
+    def _given_memory(self, runtime: Runtime[Any], context: dict[str, Any], items: list[str]) -> LongTermMemory:
+        """The long-term memory the stages will use (as the stage graph finds it), holding ``items``."""
+        namespace = agemem_namespace(runtime.override(context=context), self.agent.agemem_namespace_root)
+        memory = LongTermMemory(self.agent.store, namespace)
         memory.add_many(items)
         return memory
 
     def run(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
         question, stage1, stage2, items = self._stages(state)
         context, temporary = self._context(runtime)
-        memory = self._given_memory(context, items)
+        memory = self._given_memory(runtime, context, items)
         result = run_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context, build_only=self.build_only)
         return self._output(question, result, memory, temporary)
 
     async def arun(self, state: AgeMemQAState, runtime: Runtime[Any]) -> dict[str, Any]:
         question, stage1, stage2, items = await asyncio.to_thread(self._stages, state)
         context, temporary = self._context(runtime)
-        memory = await asyncio.to_thread(self._given_memory, context, items)
+        memory = await asyncio.to_thread(self._given_memory, runtime, context, items)
         result = await arun_agemem_protocol(self.agent, stage1=stage1, stage2=stage2, question=question, context=context,
                                             build_only=self.build_only)
         return await asyncio.to_thread(self._output, question, result, memory, temporary)

@@ -1,4 +1,4 @@
-"""Long-term memory: a LangGraph ``BaseStore`` namespace per user, items with short ids (``m1``, ``m2``, ...)."""
+"""Long-term memory: a LangGraph ``BaseStore`` namespace per user (``(user, "agemem")``), items with short ids (``m1``, ``m2``, ...)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
+from ...agents.users import ANONYMOUS, check_user_label, memory_user
 from ..embeddings import load_embeddings
 
 
@@ -27,17 +27,29 @@ _LIST_PAGE = 1000
 _MEMORY_ID = re.compile(r"^\[?\s*m?(\d+)\s*\]?$", re.IGNORECASE)
 
 
-def user_id_of(runtime: Runtime[Any]) -> str:
+def agemem_namespace(runtime: Any, root: str = DEFAULT_NAMESPACE_ROOT) -> tuple[str, ...]:
+    """Where the run's long-term memory lives: ``(user, root)``, or ``(user, root, episode)`` for one episode's memory.
+
+    The user is :func:`~langgraph_memagent.agents.users.memory_user`'s (the signed-in user of
+    a served run, else ``context["user_id"]``); a run with an ``episode`` and no user is the
+    anonymous user's. With neither, AgeMem cannot know whose memory to use.
+
+    >>> from types import SimpleNamespace as Runtime
+    >>> agemem_namespace(Runtime(context={"user_id": "alice"}, server_info=None))
+    ('alice', 'agemem')
+    >>> agemem_namespace(Runtime(context={"episode": "qa-1"}, server_info=None))
+    ('anonymous', 'agemem', 'qa-1')
+    """
     context = runtime.context
-    user_id = context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None)
-    if not isinstance(user_id, str) or not user_id.strip():
+    user = memory_user(runtime)
+    episode = context.get("episode") if isinstance(context, Mapping) else getattr(context, "episode", None)
+    if user is None and episode is None:
         raise ValueError(
             "AgeMem needs the run's context to say whose memory to use: "
             f"graph.invoke(input, context={{'user_id': 'alice'}}); got context={context!r}"
         )
-    if "." in user_id:
-        raise ValueError(f"context user_id must not contain '.' (LangGraph namespace labels cannot), got {user_id!r}")
-    return user_id
+    namespace = (user or ANONYMOUS, root)
+    return namespace if episode is None else (*namespace, check_user_label(episode, "context episode"))
 
 
 # -- long-term memory -----------------------------------------------------------------------------
