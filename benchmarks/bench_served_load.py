@@ -6,8 +6,9 @@ memories (``MEMAGENT_STORE_URL``). Each user sends ``--runs-per-user`` runs at o
 over MemAgent, SUMER, AgeMem and LangMem; every document holds a secret number of its user alone.
 
 - **load**: the runs, nothing stopped;
-- **fault**: as many new runs; PostgreSQL is stopped when the first of them completes and started
-  ``--outage`` seconds later; the runs that failed are then re-run once.
+- **fault**: as many new runs; PostgreSQL is stopped once ``--stop-after`` of them have completed
+  (the others are mid-run, reading and writing memories) and started ``--outage`` seconds later;
+  the runs that failed are then re-run once.
 
 After each phase every row of PostgreSQL's store is read back: its namespace must start with its
 user and hold no other user's secret, and no run's output may hold another user's secret; the
@@ -27,7 +28,6 @@ import os
 import random
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -73,11 +73,17 @@ async def run_one(client: Any, run: dict[str, Any], origin: float) -> None:
     run["ended_s"] = time.monotonic() - origin
 
 
-async def run_phase(clients: dict[str, Any], runs: list[dict[str, Any]], origin: float, on_first_done: Any = None) -> None:
-    tasks = [asyncio.create_task(run_one(clients[run["user"]], run, origin)) for run in runs]
-    if on_first_done is not None:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        on_first_done()
+async def run_phase(clients: dict[str, Any], runs: list[dict[str, Any]], origin: float,
+                    drill_after: tuple[int, Any] | None = None) -> None:
+    """The runs at once; ``drill_after=(n, drill)`` runs ``drill`` in a thread once ``n`` runs have completed."""
+    tasks = {asyncio.create_task(run_one(clients[run["user"]], run, origin)) for run in runs}
+    if drill_after is not None:
+        after, drill = drill_after
+        pending, completed = tasks, 0
+        while completed < after and pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            completed += len(done)
+        await asyncio.to_thread(drill)  # the other runs go on meanwhile
     await asyncio.gather(*tasks)
 
 
@@ -143,11 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=4, help="users, each with a token of their own (default 4)")
     parser.add_argument("--runs-per-user", type=int, default=8, help="runs each user sends at once, per phase (default 8)")
-    parser.add_argument("--outage", type=float, default=10.0, help="seconds PostgreSQL stays down in the fault phase (default 10)")
+    parser.add_argument("--outage", type=float, default=30.0, help="seconds PostgreSQL stays down in the fault phase (default 30)")
+    parser.add_argument("--stop-after", type=int, default=4, help="fault phase: runs completed before PostgreSQL stops (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the secrets (default 0)")
     parser.add_argument("--out", default="served_load", help="result name under benchmarks/results/ (default served_load)")
     args = parser.parse_args(argv)
-    for option in ("users", "runs_per_user"):
+    for option in ("users", "runs_per_user", "stop_after"):
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be a positive integer, got {getattr(args, option)}")
     if args.outage <= 0:
@@ -163,39 +170,39 @@ def main(argv: list[str] | None = None) -> int:
                "TRANSFORMERS_OFFLINE": "1", "MEMAGENT_MODEL": "smollm2-135m", "MEMAGENT_TEMPERATURE": "0", **BUDGET,
                "MEMAGENT_STORE_URL": cluster.url, "MEMAGENT_AUTH_TOKENS_FILE": str(Path(workdir, "tokens.txt"))}
         with langgraph_dev_server(Path(workdir), env) as url:
-            clients = {user: get_client(url=url, timeout=1800, headers={"Authorization": f"Bearer {token}"}) for user, token in tokens.items()}
-            phases: dict[str, list[dict[str, Any]]] = {}
-            outage: list[float] = []
-
             load = plan_runs(users, args.runs_per_user, "load", rng)
-            print(f"load: {len(load)} runs", file=sys.stderr)
-            origin = time.monotonic()
-            asyncio.run(run_phase(clients, load, origin))
-            phases["load"] = load
+            fault = plan_runs(users, args.runs_per_user, "fault", rng)
+            outage: list[float] = []
             before_stop: set[tuple[str, str]] = set()
 
-            fault = plan_runs(users, args.runs_per_user, "fault", rng)
-            print(f"fault: {len(fault)} runs, PostgreSQL stopped for {args.outage:.0f} s after the first completes", file=sys.stderr)
-            origin = time.monotonic()
+            async def phases() -> list[dict[str, Any]]:
+                # One event loop for every phase: the SDK's connections belong to the loop that opened them.
+                clients = {user: get_client(url=url, timeout=3600, headers={"Authorization": f"Bearer {token}"})
+                           for user, token in tokens.items()}
+                print(f"load: {len(load)} runs", file=sys.stderr)
+                await run_phase(clients, load, time.monotonic())
+                print(f"fault: {len(fault)} runs, PostgreSQL down for {args.outage:.0f} s once {args.stop_after} have completed",
+                      file=sys.stderr)
+                origin = time.monotonic()
 
-            def drill() -> None:
-                before_stop.update((prefix, key) for prefix, key, _ in stored_rows(cluster.url))
-                outage.append(time.monotonic() - origin)
-                cluster.stop()
-                time.sleep(args.outage)
-                cluster.start()
-                outage.append(time.monotonic() - origin)
+                def drill() -> None:
+                    before_stop.update((prefix, key) for prefix, key, _ in stored_rows(cluster.url))
+                    outage.append(time.monotonic() - origin)
+                    cluster.stop()
+                    time.sleep(args.outage)
+                    cluster.start()
+                    outage.append(time.monotonic() - origin)
 
-            drill_thread = threading.Thread(target=drill)
-            asyncio.run(run_phase(clients, fault, origin, on_first_done=drill_thread.start))
-            drill_thread.join()
-            failed = [run for run in fault if run["error"] is not None]
-            reruns = [{**run, "rerun": True} for run in failed]
-            if reruns:
-                print(f"fault: re-running {len(reruns)} failed runs", file=sys.stderr)
-                asyncio.run(run_phase(clients, reruns, origin))
-            phases["fault"] = fault + reruns
+                await run_phase(clients, fault, origin, drill_after=(args.stop_after, drill))
+                reruns = [{**run, "rerun": True} for run in fault if run["error"] is not None]
+                if reruns:
+                    print(f"fault: re-running {len(reruns)} failed runs", file=sys.stderr)
+                    await run_phase(clients, reruns, origin)
+                return reruns
+
+            reruns = asyncio.run(phases())
             rows = stored_rows(cluster.url)
+    phases_run = {"load": load, "fault": fault + reruns}
     after = {(prefix, key) for prefix, key, _ in rows}
     every_run = load + fault + reruns
     result = {
@@ -207,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory": {"items_before_stop": len(before_stop), "items_lost_after_restart": len(before_stop - after), "items_at_end": len(after)},
     }
     figure = FIGURES_DIR / f"{args.out}.png"
-    plot(phases, tuple(outage) if len(outage) == 2 else None, figure)
+    plot(phases_run, tuple(outage) if len(outage) == 2 else None, figure)
     result["figure"] = f"benchmarks/figures/{figure.name}"
     path = write_result(args.out, result)
     print(json.dumps({key: result[key] for key in ("load", "fault", "isolation", "memory")}, indent=2))
