@@ -55,7 +55,7 @@ class UserMismatchError(PermissionError, ValueError):
     """
 
 
-def _field(value: Any, name: str) -> Any:
+def field_of(value: Any, name: str) -> Any:
     """``value[name]`` or ``value.name``: LangGraph hands users and contexts either way."""
     if isinstance(value, Mapping):
         return value.get(name)
@@ -77,10 +77,10 @@ def check_user_label(user_id: Any, what: str = "context user_id") -> str:
 
 def signed_in_user(runtime: Any) -> str | None:
     """The identity a LangGraph server authenticated for this run, or ``None`` (library use, open server)."""
-    user = _field(_field(runtime, "server_info"), "user")
-    if user is None or not _field(user, "is_authenticated"):
+    user = field_of(field_of(runtime, "server_info"), "user")
+    if user is None or not field_of(user, "is_authenticated"):
         return None
-    return check_user_label(_field(user, "identity"), "the authenticated identity")
+    return check_user_label(field_of(user, "identity"), "the authenticated identity")
 
 
 def memory_user(runtime: Any) -> str | None:
@@ -88,7 +88,7 @@ def memory_user(runtime: Any) -> str | None:
 
     A context ``user_id`` beside an authenticated identity must be that identity.
     """
-    asked = _field(_field(runtime, "context"), "user_id")
+    asked = field_of(field_of(runtime, "context"), "user_id")
     if asked is not None:
         check_user_label(asked)
     signed_in = signed_in_user(runtime)

@@ -23,6 +23,7 @@ from ...agents.calls import NO_USAGE, AnswerOutput, QuestionInput, TokenUsage, p
 from ...agents.compiled_graph import RecursionSizedGraph, node
 from ...agents.loading import context_window, prompt_budget
 from ...agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
+from ...agents.users import field_of
 from .graph import AgeMemContext, AgeMemGraph, build_agemem_graph
 from .store import LongTermMemory, agemem_namespace
 from .tools import Stage
@@ -269,7 +270,7 @@ class _AgeMemQASteps:
     def _context(runtime: Runtime[Any]) -> tuple[dict[str, Any], bool]:
         """The user's memory when the context names the user, else a fresh episode's (cleared afterwards)."""
         context = runtime.context
-        user_id = context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None)
+        user_id = field_of(context, "user_id")
         if user_id is None:
             return {"episode": f"qa-{uuid.uuid4().hex}"}, True
         return {"user_id": user_id}, False

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from ...agents.users import ANONYMOUS, check_user_label, memory_user
+from ...agents.users import ANONYMOUS, check_user_label, field_of, memory_user
 from ..embeddings import load_embeddings
 
 
@@ -42,7 +42,7 @@ def agemem_namespace(runtime: Any, root: str = DEFAULT_NAMESPACE_ROOT) -> tuple[
     """
     context = runtime.context
     user = memory_user(runtime)
-    episode = context.get("episode") if isinstance(context, Mapping) else getattr(context, "episode", None)
+    episode = field_of(context, "episode")
     if user is None and episode is None:
         raise ValueError(
             "AgeMem needs the run's context to say whose memory to use: "
