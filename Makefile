@@ -3,6 +3,7 @@
 # lock changed (the stamp file tracks both).
 #
 #   make install       .venv from the lock (what demo, test and bench use)
+#   make docs          the documentation site into site/ (mkdocs, strict: a broken link fails)
 #   make lock          re-resolve the lock: the newest versions pyproject.toml allows
 #   make test-latest   the tests in .venv-latest, resolved afresh from pyproject.toml's ranges
 SHELL  := /bin/bash
@@ -26,7 +27,7 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS := -ra --durations=25 --benchmark-disable --doctest-modules tests agents graphs evals baselines training cli.py
 LATEST_VENV := .venv-latest
 
-.PHONY: demo test test-latest bench install lock clean
+.PHONY: demo test test-latest bench docs install lock clean
 
 # The project itself is built with the lock's setuptools (no build isolation): nothing unpinned enters.
 $(STAMP): pyproject.toml $(LOCK)
@@ -48,11 +49,18 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
 
-# Resolve pyproject.toml's ranges (with the serve and dev extras) to the newest versions, for
-# this platform, into the file $(1).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
+
+# The extras the lock holds: every one but vllm (it needs a CUDA GPU and pins its own torch), so
+# `make install` installs everything the CPU tests use.
+LOCK_EXTRAS := embedded baselines plots train serve deepagents docs dev
+
+# Resolve pyproject.toml's ranges (with $(LOCK_EXTRAS)) to the newest versions, for this
+# platform, into the file $(1).
 define resolve
 	$(BIN)/python -m pip install --quiet "$(UV_SPEC)"
-	echo "$(LOCK_TORCH)" | $(BIN)/uv pip compile pyproject.toml - --extra serve --extra dev --upgrade --quiet \
+	echo "$(LOCK_TORCH)" | $(BIN)/uv pip compile pyproject.toml - $(addprefix --extra ,$(LOCK_EXTRAS)) --upgrade --quiet \
 		--python-version 3.11 --python-platform x86_64-manylinux_2_28 --find-links $(TORCH_WHEELS) \
 		--custom-compile-command "make lock" --output-file $(1)
 endef
@@ -72,4 +80,4 @@ test-latest: $(STAMP)
 	$(MAKE) test VENV=$(LATEST_VENV) LOCK=$(LATEST_VENV)/lock.txt
 
 clean:
-	rm -rf $(VENV) $(LATEST_VENV) build *.egg-info
+	rm -rf $(VENV) $(LATEST_VENV) build site *.egg-info

@@ -1,4 +1,4 @@
-"""The ``memagent`` command: ``memagent demo``, ``memagent run`` and ``memagent compare``.
+"""The ``memagent`` command: ``memagent demo``, ``memagent run``, ``memagent compare`` and ``memagent train``.
 
 Bad input gives one line on stderr and a non-zero exit (2 for bad arguments or files,
 1 when the model or server fails), never a traceback.
@@ -162,7 +162,10 @@ def _execute(args: argparse.Namespace, question: str, document: str, stack: Exit
         raise CliError(f"{flag} needs --checkpoint DB: without a checkpoint file no thread outlives the run")
     model = _model(args)
     if args.checkpoint:
-        from langgraph.checkpoint.sqlite import SqliteSaver
+        from .agents.extras import needs_extra
+
+        with needs_extra("serve", "--checkpoint (a SQLite checkpoint file)"):
+            from langgraph.checkpoint.sqlite import SqliteSaver
 
         try:
             checkpointer = stack.enter_context(SqliteSaver.from_conn_string(args.checkpoint))
@@ -394,6 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(run)
     run.set_defaults(handler=cmd_run)
     add_compare_parser(commands)
+    # Listed here for `memagent --help`; main() hands everything after `train` to the trainer.
+    commands.add_parser("train", help=TRAIN_HELP, add_help=False)
     return parser
 
 
@@ -424,7 +429,11 @@ def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
     what.add_argument("--judge", metavar="MODEL", help="LoCoMo: model spec of the LLM judge (J); default: F1 and BLEU-1 only")
     run = parser.add_argument_group("run")
     run.add_argument("--out", default="results", metavar="DIR", help="output directory; re-running resumes (default: %(default)s)")
-    run.add_argument("--concurrency", type=int, default=8, help="samples in flight at once (default: %(default)s)")
+    run.add_argument(
+        "--concurrency", type=int, default=8,
+        help="samples in flight at once; wall times in the report depend on it, as those samples share the model, "
+        "and the report says which was used (default: %(default)s)",
+    )
     run.add_argument("--retry-errors", action="store_true", help="re-run samples that recorded an error")
     run.add_argument("--context-window", type=int, help="model window in tokens: drawn in the plots, and a server's graphs fit their prompts to it (default: a local model's own)")
     run.add_argument("--flops-model", help="model for FLOP estimates: a preset (qwen2.5-7b, qwen2.5-14b, smollm2-135m) or a model dir (default: the model's own, if known)")
@@ -480,8 +489,10 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """``memagent compare``: run, then print the summary tables and where files went."""
+    from .agents.extras import require
     from .evals.harness import BackendUnavailable, ComparisonError, run_comparison
 
+    require("matplotlib", "plots", "memagent compare (its figures)")  # missing: say so before the runs, not after
     try:
         config = config_from_args(args)
         model = _model(args)
@@ -497,14 +508,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+# memagent train -------------------------------------------------------------------------------
+
+
+TRAIN_HELP = "multi-conversation GRPO training (training/grpo_multiconv.py; needs the train extra)"
+
+
+def cmd_train(argv: Sequence[str]) -> int:
+    """``memagent train ARGS``: the trainer's own command line (``memagent train --help`` lists it)."""
+    import os
+
+    # Before huggingface_hub is imported (it reads these once): a training run loads local
+    # weights only and must not start the hub's telemetry thread.
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    from .training.grpo_multiconv import main as train_main
+
+    return train_main(list(argv), prog=f"{PROG} train")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``memagent`` console script."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["train"]:  # every later argument is the trainer's, --help included
+            return cmd_train(argv[1:])
+        args = build_parser().parse_args(argv)
         return args.handler(args)
     except CliError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return error.code
+    except ImportError as error:
+        from .agents.extras import MissingExtraError
+
+        if not isinstance(error, MissingExtraError):
+            raise
+        print(f"{PROG}: error: {error}", file=sys.stderr)  # one line that names the extra to install
+        return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

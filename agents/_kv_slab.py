@@ -13,8 +13,11 @@ decode batch can take a row in, or let one go, by copying that row alone
 
 from __future__ import annotations
 
-import torch
-from transformers.cache_utils import DynamicLayer
+from .extras import needs_extra
+
+with needs_extra("embedded", "the local engine's KV cache"):
+    import torch
+    from transformers.cache_utils import DynamicLayer
 
 
 # Columns of room kept past the cached length; a full buffer doubles.

@@ -18,6 +18,7 @@ import itertools
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,10 +28,22 @@ from typing import Any
 from ._host import on_a_passing_thread, release_freed_memory
 from ._prefix_cache import PrefixCache, weights_version
 from .constrained import GrammarTokenizer, TokenConstraint, mask_logits
+from .extras import needs_extra
 from .prompt_lookup import draft_from_history
 from .sampling import SamplingParams, next_tokens, policy_logprobs
 
 _HAND_OVER = object()  # queued for the serving thread: finish your rows and return (serve_while)
+# Engines not yet closed, held weakly: an engine its owner dropped (and whose worker, if any,
+# has stopped) is freed with its model and caches instead of living until the process exits.
+_OPEN_ENGINES: weakref.WeakSet[BatchedGenerator] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_engines() -> None:
+    # A daemon worker still inside torch when the interpreter finalizes aborted the process
+    # ("terminate called without an active exception", 6 of 16 processes measured): stop them first.
+    for engine in list(_OPEN_ENGINES):
+        engine.close()
 
 
 @dataclass
@@ -144,13 +157,12 @@ class BatchedGenerator:
         self._serving_lock = threading.Lock()  # who serves: the worker thread, or a serve_while caller
         self._served_by_caller = False
         self._worker: threading.Thread | None = None  # started by the first submit no caller serves
-        # A daemon worker still inside torch when the interpreter finalizes aborted the process
-        # ("terminate called without an active exception", 6 of 16 processes measured): stop it first.
-        atexit.register(self.close)
+        _OPEN_ENGINES.add(self)  # closed at exit (_close_open_engines)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the worker after the step it is in; requests not finished get an error."""
         self._closed = True
+        _OPEN_ENGINES.discard(self)
         if self._worker is not None and self._worker.is_alive():
             self._queue.put(None)
             self._worker.join(timeout)
@@ -195,8 +207,9 @@ class BatchedGenerator:
         cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", quantization: str | None = None, **options: Any
     ) -> BatchedGenerator:
         """Load a transformers causal LM directory and serve it (``quantization="int4"``: 4-bit Linear layers, CPU)."""
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        with needs_extra("embedded", "the local engine (embedded and hf: models)"):
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if not hasattr(torch, dtype):
             raise ValueError(f"dtype must name a torch dtype such as 'bfloat16' or 'float32', got {dtype!r}")

@@ -29,9 +29,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from .atomic_files import temporary_beside
+from .extras import needs_extra
+
+with needs_extra("embedded", "the compiled decode step"):
+    import torch
 
 # Example sizes for the export: primes no weight dimension shares, so none is mistaken for another.
 _EXAMPLE_CACHED, _EXAMPLE_ROOM = 97, 131

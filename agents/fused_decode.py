@@ -35,8 +35,11 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
-import torch
-import torch.nn.functional as F
+from .extras import needs_extra
+
+with needs_extra("embedded", "the fused decode step"):
+    import torch
+    import torch.nn.functional as F
 
 from .quantization import GROUP_SIZE, Int4Linear
 

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from .calls import positive_int
+from .extras import needs_extra
 
 
 EMBEDDED_MODELS = ("smollm2-135m",)
@@ -136,7 +137,8 @@ def context_window(model: Any) -> int | None:
     (None, 8192)
     """
     if isinstance(model, (str, Path)):
-        from transformers import AutoConfig
+        with needs_extra("embedded", "reading a local model directory's config"):
+            from transformers import AutoConfig
 
         return getattr(AutoConfig.from_pretrained(str(model)), "max_position_embeddings", None)
     if hasattr(model, "context_window"):

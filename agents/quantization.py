@@ -49,7 +49,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
+from .extras import needs_extra
+
+with needs_extra("embedded", "int4 quantization"):
+    import torch
 
 QUANTIZATIONS = ("int4",)
 GROUP_SIZE = 32  # the Q4_1 block: weights sharing one scale and one minimum

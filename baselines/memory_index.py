@@ -14,6 +14,8 @@ from typing import Any, Literal
 import numpy as np
 from typing_extensions import TypedDict
 
+from ..agents.extras import needs_extra
+
 
 KeywordRanking = Literal["bm25", "position"]
 
@@ -239,7 +241,8 @@ class ConversationIndex:
         BENCHMARKS.md section 7). Scores within 2 x the float16 error bound of the k-th best
         are kept, so the exact rescoring that follows returns exactly the float32 top k.
         """
-        import torch  # present with sentence-transformers; imported only by large banks
+        with needs_extra("baselines", "a large memory bank's float16 shortlist"):
+            import torch  # present with sentence-transformers; imported only by large banks
 
         with torch.inference_mode():
             half = torch.from_numpy(self._half_vectors[: len(self.items)])

@@ -35,7 +35,7 @@ from typing import Any
 
 from . import _common
 from ._common import OtherLoad, earlier_result, write_result
-from .bench_learning import tool_use
+from langgraph_memagent.training.held_out import tool_use
 from .bench_sumer_episodes import checked_episode_args, episode_parser, episode_records, shortcut_checks
 from .learning_report import scored_by_f1
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, earlier_result, write_result
-from .bench_learning import SPLITS, held_out_conversations
+from langgraph_memagent.training.held_out import SPLITS, held_out_conversations
 
 NAME = "bench_agemem_writing"
 SESSIONS = ("evidence", "all")

@@ -17,22 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+
+from langgraph_memagent.evals.stats import sign_test
 
 from ._common import RESULTS_DIR, OtherLoad, write_result
 
 NAME = "bench_prefill_weights"
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """Exact two-sided sign test of ``wins`` against ``losses`` discordant pairs (1.0 when there are none).
-
-    >>> round(sign_test(0, 2), 3), round(sign_test(0, 6), 4), sign_test(0, 0)
-    (0.5, 0.0312, 1.0)
-    """
-    pairs = wins + losses
-    tail = sum(math.comb(pairs, k) for k in range(min(wins, losses) + 1)) / 2**pairs
-    return min(1.0, 2 * tail)
 
 
 def main(argv: list[str] | None = None) -> int:

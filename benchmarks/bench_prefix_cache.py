@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     from langgraph_memagent.training.evaluation import evaluate_policy
     from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config
 
-    from .bench_learning import held_out_conversations
+    from langgraph_memagent.training.held_out import held_out_conversations
 
     load = OtherLoad()
     configs = {name: parse_config(["--preset", "cpu-sumer", "--output_dir", tempfile.mkdtemp(prefix=f"{NAME}-"), *extra])

@@ -35,7 +35,7 @@ LABELS = ("before", "after")
 ROUND = """
 import json, sys, tempfile
 from peft import get_peft_model
-from langgraph_memagent.benchmarks.bench_learning import held_out_conversations
+from langgraph_memagent.training.held_out import held_out_conversations
 from langgraph_memagent.training.evaluation import evaluate_policy
 from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config
 

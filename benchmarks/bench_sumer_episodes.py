@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, write_result
-from .bench_learning import GROUP_MEASURES, SPLITS, across, by_question_group, held_out_records, is_yes_no, locomo_records, tool_use
+from langgraph_memagent.evals.stats import across
+from langgraph_memagent.training.held_out import GROUP_MEASURES, SPLITS, by_question_group, held_out_records, is_yes_no, locomo_records, tool_use
 from .learning_report import answer_shortcuts, f1_without_shortcuts
 
 NAME = "bench_sumer_episodes"

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import OtherLoad, earlier_result, write_result
-from .bench_learning import SPLITS, YES_NO, held_out_conversations, is_yes_no
+from langgraph_memagent.training.held_out import SPLITS, YES_NO, held_out_conversations, is_yes_no
 
 NAME = "bench_sumer_reading"
 DEFAULT_SETTINGS = "evidence,question k=1 context=0,question k=3 context=0,question k=5 context=2"

@@ -50,7 +50,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .bench_learning import GROUP_MEASURES, SPLITS, across, by_question_group, constant_answer_f1, held_out_conversations, is_yes_no
+from langgraph_memagent.evals.stats import across
+from langgraph_memagent.training.held_out import GROUP_MEASURES, SPLITS, by_question_group, constant_answer_f1, held_out_conversations, is_yes_no
 
 NAME = "learning_report"
 

@@ -5,7 +5,7 @@ evidence turns, in two wordings (``evals.conversations``: ``wording="varied"`` s
 in one of several phrasings, often inside a longer turn). For each adapter in both results it
 gives, per measure (greedy answer F1, evidence recall of the searches), the gain over the
 untrained policy in each wording and the difference, varied less plain, paired by question with
-its standard error; and each as mean ± sd across the adapters (``bench_learning.across``).
+its standard error; and each as mean ± sd across the adapters (``evals.stats.across``).
 
     python -m benchmarks.wording_effect benchmarks/results/bench_sumer_episodes_dev48_test2_adapters.json \\
         benchmarks/results/bench_sumer_episodes_dev-varied48_test2_adapters.json --json wording.json
@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .bench_learning import SPLITS, across
+from langgraph_memagent.evals.stats import across
+from langgraph_memagent.training.held_out import SPLITS
 
 NAME = "wording_effect"
 MEASURES = ("f1", "evidence_recall")

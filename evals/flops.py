@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..agents.extras import needs_extra
+
 
 # Paper setting (MemAgent appendix): question and output budgets, chunk size, and the
 # prompt-template tokens of a memory pass and of the final pass.
@@ -81,9 +83,10 @@ class FlopsModelConfig:
         >>> FlopsModelConfig.from_transformers_config(tiny, "tiny")
         FlopsModelConfig(name='tiny', params=82240, layers=2, hidden=64, attention_dim=64)
         """
-        import torch
-        from transformers import AutoModelForCausalLM
-        from transformers.initialization import no_init_weights
+        with needs_extra("embedded", "FLOP counts of a transformers model"):
+            import torch
+            from transformers import AutoModelForCausalLM
+            from transformers.initialization import no_init_weights
 
         # Weight initialization is pointless on meta tensors and costs seconds for a 7B model.
         with torch.device("meta"), no_init_weights():
@@ -104,7 +107,8 @@ class FlopsModelConfig:
     @classmethod
     def from_pretrained(cls, model_dir: str | Path) -> "FlopsModelConfig":
         """From a local model directory's ``config.json`` (nothing is downloaded)."""
-        from transformers import AutoConfig
+        with needs_extra("embedded", "FLOP counts of a model directory"):
+            from transformers import AutoConfig
 
         path = Path(model_dir).expanduser()
         if not (path / "config.json").is_file():
@@ -291,10 +295,11 @@ def plot_flops(
     chunk: int = PAPER_CHUNK_TOKENS,
 ) -> Path:
     """Draw FLOPs against context length for both methods, log-log (the paper's figure 7); returns the PNG path."""
-    import matplotlib
+    with needs_extra("plots", "the FLOPs figure"):
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
 
     from .plots import save_figure
 

@@ -7,8 +7,8 @@ lengths or records from files users bring -- and write, under the output directo
 
 * ``results.jsonl``: one line per graph x sample, appended and flushed as each sample
   finishes (answer, reply, score, which text was scored, every LLM call's prompt and
-  completion tokens, wall time, or the error). A re-run skips the keys already there,
-  so an interrupted comparison resumes where it stopped.
+  completion tokens, wall time and the concurrency it ran at, or the error). A re-run
+  skips the keys already there, so an interrupted comparison resumes where it stopped.
 * ``samples/``: generated samples, cached so a resumed run uses identical samples.
 * ``summary.md``, ``accuracy.csv``, ``cost.csv``: accuracy per graph x length (rows:
   graphs, columns: lengths, as in the MemAgent paper's table) and mean cost per sample
@@ -93,7 +93,8 @@ class ComparisonConfig:
     graph_options: GraphOptions | None = None
     """Graph builder options (default: :func:`default_graph_options` of ``model``)."""
     concurrency: int = 8
-    """Samples in flight at once (the local backend batches concurrent calls; servers batch continuously)."""
+    """Samples in flight at once (the local backend batches concurrent calls; servers batch continuously).
+    Wall times per sample depend on it; the report says which was used."""
     retry_errors: bool = False
     """Re-run samples whose earlier attempt recorded an error (otherwise they count as finished, and wrong)."""
     context_window: int | None = None
@@ -403,7 +404,9 @@ def locomo_scores(sample: Any, prediction: str | None, judge: Any = None, output
     }
 
 
-def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writer: ResultsWriter, judge: Any = None) -> BaseException | None:
+def _run_job(
+    job: _Job, graph: Any, model_label: str, document_tokens: int, writer: ResultsWriter, judge: Any = None, concurrency: int | None = None
+) -> BaseException | None:
     """Run one graph on one sample and write its line; returns the error if the backend is down."""
     sample = job.sample
     recorder = UsageRecorder()
@@ -457,6 +460,7 @@ def _run_job(job: _Job, graph: Any, model_label: str, document_tokens: int, writ
                 if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values()))) or k == "stop_reason"
             },
             "seconds": round(seconds, 3),
+            "concurrency": concurrency,  # samples run at once: the wall time depends on it
             "error": None if error is None else f"{type(error).__name__}: {error}",
             **extra,
         }
@@ -547,7 +551,7 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
                         graphs[name] = build_graph(name, model, config.graph_options, codec)
                 tokens = {index: len(encode_long(sample_set.samples[index].document, codec)) for index in {job.index for job in jobs}}
                 for job in jobs:
-                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge))
+                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge, config.concurrency))
                 # Read the next file only when this one's runs are nearly done: at most two sets in memory.
                 drain(config.concurrency)
             drain(0)

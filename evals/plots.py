@@ -1,8 +1,9 @@
 """Accuracy-vs-length and cost-vs-length plots of a comparison, and LoCoMo's per-category bars (matplotlib, PNG).
 
 One line per graph with markers, a log2 length axis labelled 4K, 8K, ... and a dashed
-vertical line at the model's context window when it is known: the picture of the
-MemAgent paper's figure 5 (accuracy) and figure 7 (cost).
+vertical line at the model's context window when it is known and falls within the axis
+(otherwise the title names it): the picture of the MemAgent paper's figure 5 (accuracy)
+and figure 7 (cost).
 
 Figures are drawn on :class:`matplotlib.figure.Figure` objects, never through
 ``pyplot``, so no global backend or GUI state is touched.
@@ -18,8 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from matplotlib.figure import Figure
-from matplotlib.ticker import EngFormatter, LogLocator, NullLocator
+from ..agents.extras import needs_extra
+
+with needs_extra("plots", "the comparison's figures"):
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import EngFormatter, LogLocator, NullLocator
+
+from .results import count_range
 
 
 if TYPE_CHECKING:
@@ -35,8 +41,12 @@ def _graphs(cells: Sequence["Cell"]) -> list[str]:
     return list(dict.fromkeys(cell.graph for cell in cells))
 
 
-def _length_axis(axes: "Axes", cells: Sequence["Cell"], context_window: int | None) -> None:
-    """Log2 x axis with a tick per compared length, and the context window as a dashed line."""
+def _length_axis(axes: "Axes", cells: Sequence["Cell"], context_window: int | None) -> str:
+    """Log2 x axis with a tick per compared length, and the context window as a dashed line.
+
+    A window outside the axis is neither drawn nor in the legend: the returned note (for
+    the title) says where it lies; empty when the window is drawn or unknown.
+    """
     from .lengths import format_tokens
 
     positions: dict[float, str] = {}
@@ -49,12 +59,18 @@ def _length_axis(axes: "Axes", cells: Sequence["Cell"], context_window: int | No
     axes.set_xlabel("document length (tokens)")
     low, high = min(positions), max(positions)
     # Half an octave of margin keeps edge markers off the frame.
-    axes.set_xlim(low / 2**0.5, high * 2**0.5)
-    if context_window and low / 2 <= context_window <= high * 2:
+    left, right = low / 2**0.5, high * 2**0.5
+    axes.set_xlim(left, right)
+    axes.grid(True, which="major", alpha=0.3)
+    if not context_window:
+        return ""
+    if left <= context_window <= right:
         # Named in the legend rather than written on the plot, where it would cross lines.
         axes.axvline(context_window, color="0.4", linestyle="--", linewidth=1.2, zorder=1,
                      label=f"context window ({format_tokens(context_window)})")
-    axes.grid(True, which="major", alpha=0.3)
+        return ""
+    side = "beyond the longest length" if context_window > right else "below the shortest length"
+    return f"context window {format_tokens(context_window)} lies {side}"
 
 
 def _lines(axes: "Axes", cells: Sequence["Cell"], value: Callable[["Cell"], float | None]) -> bool:
@@ -91,12 +107,12 @@ def plot_accuracy(cells: Sequence["Cell"], path: str | Path, *, title: str, cont
     figure = Figure(figsize=(7, 4.5), dpi=120, layout="constrained")
     axes = figure.add_subplot()
     _lines(axes, cells, lambda cell: cell.accuracy)
-    _length_axis(axes, cells, context_window)
+    note = _length_axis(axes, cells, context_window)
     axes.set_ylim(-3, 103)
     axes.set_ylabel("accuracy (%)")
-    samples = sorted({cell.samples for cell in cells})
-    per_point = f"{samples[0]}" if len(samples) == 1 else f"{samples[0]}-{samples[-1]}"
-    axes.set_title(f"{title}\naccuracy, {per_point} samples per point", fontsize=11)
+    # Each point averages one graph's samples at one length: accuracy.csv's samples_per_length.
+    per_point = count_range(cell.samples for cell in cells)
+    axes.set_title(f"{title}\naccuracy, {per_point} samples per graph and length" + (f"\n({note})" if note else ""), fontsize=11)
     axes.legend(loc="best", frameon=False)
     return save_figure(figure, path)
 
@@ -108,6 +124,12 @@ _COST_PANELS: tuple[tuple[str, str], ...] = (
 )
 
 
+def _wall_time_label(label: str, cells: Sequence["Cell"]) -> str:
+    """The wall-time panel's title with the concurrency its times were measured at."""
+    given = count_range(int(part) for cell in cells if cell.concurrency is not None for part in str(cell.concurrency).split("-"))
+    return f"{label}\nat concurrency {given} (times depend on it)" if given is not None else f"{label}\nconcurrency not recorded"
+
+
 def plot_cost(cells: Sequence["Cell"], path: str | Path, *, title: str, context_window: int | None = None) -> Path:
     """Cost against document length: estimated FLOPs, prompt tokens and wall time per sample.
 
@@ -116,6 +138,7 @@ def plot_cost(cells: Sequence["Cell"], path: str | Path, *, title: str, context_
     """
     figure = Figure(figsize=(13, 4.2), dpi=120, layout="constrained")
     panels = figure.subplots(1, len(_COST_PANELS))
+    note = ""
     for axes, (name, label) in zip(panels, _COST_PANELS):
         if _lines(axes, cells, lambda cell, name=name: getattr(cell, name)):
             axes.set_yscale("log")
@@ -128,12 +151,12 @@ def plot_cost(cells: Sequence["Cell"], path: str | Path, *, title: str, context_
             axes.set_yticks([])
             message = "no FLOP model known:\npass --flops-model" if name == "flops" else "no data"
             axes.text(0.5, 0.5, message, transform=axes.transAxes, ha="center", va="center", color="0.4")
-        _length_axis(axes, cells, context_window)
-        axes.set_title(label, fontsize=10)
+        note = _length_axis(axes, cells, context_window)
+        axes.set_title(_wall_time_label(label, cells) if name == "seconds" else label, fontsize=10)
     # The panel with the most lines (the FLOPs panel may be empty) lends its handles to the legend.
     handles, labels = max((axes.get_legend_handles_labels() for axes in panels), key=lambda pair: len(pair[0]))
     figure.legend(handles, labels, loc="outside right center", frameon=False)
-    figure.suptitle(f"{title}: cost per sample", fontsize=11)
+    figure.suptitle(f"{title}: cost per sample" + (f" ({note})" if note else ""), fontsize=11)
     return save_figure(figure, path)
 
 

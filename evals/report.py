@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 
 from ..agents.atomic_files import write_atomic
 from .lengths import ComparisonError
-from .results import Cell, MANIFEST_FILE, RESULTS_FILE, read_results
+from .results import Cell, MANIFEST_FILE, RESULTS_FILE, count_range, read_results
 
 
 @dataclass
@@ -101,6 +101,7 @@ def summarize(records: Sequence[dict[str, Any]], *, flops_model: Any = None) -> 
                 completion_tokens=_mean([r["completion_tokens"] for r in ok]),
                 seconds=_mean([r["seconds"] for r in ok]),
                 flops=_mean([_record_flops(r, flops_model) for r in ok]),
+                concurrency=count_range(r["concurrency"] for r in group if r.get("concurrency") is not None),
             )
         )
     graph_order = list(dict.fromkeys(c.graph for c in cells))
@@ -115,14 +116,57 @@ def _lengths(cells: Sequence[Cell]) -> list[str]:
 
 
 def accuracy_rows(cells: Sequence[Cell]) -> list[dict[str, Any]]:
-    """One row per task x graph: accuracy (%) per length, errors and samples over all lengths."""
+    """One row per task x graph: accuracy (%) per length, errors over all lengths, samples per length.
+
+    ``samples_per_length`` is what each accuracy averages, as the plots' "samples per graph and
+    length" (a range such as ``"8-10"`` when data files hold different numbers of records).
+    """
     rows: dict[tuple[str, str], dict[str, Any]] = {}
+    counts: dict[tuple[str, str], list[int]] = {}
     for cell in cells:
-        row = rows.setdefault((cell.task, cell.graph), {"task": cell.task, "graph": cell.graph, "errors": 0, "samples": 0})
+        row = rows.setdefault((cell.task, cell.graph), {"task": cell.task, "graph": cell.graph, "errors": 0})
         row[cell.length] = round(cell.accuracy, 2)
         row["errors"] += cell.errors
-        row["samples"] += cell.samples
+        counts.setdefault((cell.task, cell.graph), []).append(cell.samples)
+    for key, row in rows.items():
+        row["samples_per_length"] = count_range(counts[key])
     return list(rows.values())
+
+
+# What each evals.scoring metric gives one sample (the accuracy tables average it, in percent).
+METRIC_MEANINGS = {
+    "strict_boxed": "1 when the last `\\boxed{}` of the reply equals a gold answer, else 0",
+    "exact_match": "1 when the text equals a gold answer after SQuAD normalisation, else 0",
+    "sub_exact_match": "1 when the text contains a gold answer or is contained in one after SQuAD normalisation, else 0",
+    "f1": "token F1 against the best-matching gold answer",
+    "string_match_all": "the fraction of the gold answers found in the text, case-insensitively",
+    "string_match_part": "1 when any gold answer is found in the text, case-insensitively, else 0",
+}
+
+_SCORED_TEXTS = (
+    ("answer", "the extracted answer"),
+    ("response", "the raw reply"),
+    (None, "no text (a failed run or an empty reply, scored 0)"),
+)
+
+
+def metric_line(records: Sequence[dict[str, Any]]) -> str:
+    """What a task's accuracy averages: each metric and the text it was scored on, from the results lines.
+
+    Empty when no line records its metric.
+    """
+    metrics = list(dict.fromkeys(r["metric"] for r in records if r.get("metric")))
+    if not metrics:
+        return ""
+    named = "; ".join(f"`{m}`, {METRIC_MEANINGS[m]}" if m in METRIC_MEANINGS else f"`{m}`" for m in metrics)
+    total = len(records)
+    scored = [
+        f"{label} in {count} of {total} samples"
+        for key, label in _SCORED_TEXTS
+        if (count := sum(1 for r in records if r.get("scored") == key))
+    ]
+    # The extracted answer is the reply's \boxed{} (or its "the answer is ..."); without one the lenient metrics read the raw reply.
+    return f"Score per sample: {named}. Scored on {', '.join(scored)}."
 
 
 def _number(value: float | None, style: str) -> str:
@@ -131,22 +175,38 @@ def _number(value: float | None, style: str) -> str:
     return {"pct": f"{value:.2f}", "count": f"{value:,.1f}", "seconds": f"{value:.2f}", "flops": f"{value:.3g}"}[style]
 
 
-def markdown_tables(cells: Sequence[Cell], *, model: str = "") -> str:
-    """The accuracy table (graphs x lengths) and the cost table, per task, in markdown."""
+def concurrency_note(cells: Sequence[Cell]) -> str:
+    """The concurrency the wall times were measured at, and that they depend on it (a sentence)."""
+    given = count_range(int(part) for c in cells if c.concurrency is not None for part in str(c.concurrency).split("-"))
+    if given is None:
+        return "Wall times depend on how many samples ran at once (`--concurrency`), which these results do not record."
+    changed = "" if isinstance(given, int) else ", changed on resume"
+    return f"Up to {given} samples ran at once (`--concurrency {given}`{changed}), sharing the model: wall times depend on it."
+
+
+def markdown_tables(cells: Sequence[Cell], *, model: str = "", metrics: dict[str, str] | None = None) -> str:
+    """The accuracy table (graphs x lengths) and the cost table, per task, in markdown.
+
+    ``metrics``: a line per task saying what its scores are (:func:`metric_line`), above its tables.
+    """
     parts = []
     for task in dict.fromkeys(c.task for c in cells):
         task_cells = [c for c in cells if c.task == task]
         lengths = _lengths(task_cells)
         title = f"### {task}" + (f" ({model})" if model else "")
+        if (metrics or {}).get(task):
+            title += f"\n\n{metrics[task]}"
+        per_length = count_range(c.samples for c in task_cells)
         header = "| graph | " + " | ".join(lengths) + " | errors |"
         rule = "|---|" + "---:|" * (len(lengths) + 1)
         body = []
         for row in accuracy_rows(task_cells):
             values = [_number(row.get(length), "pct") if length in row else "-" for length in lengths]
             body.append(f"| {row['graph']} | " + " | ".join(values) + f" | {row['errors']} |")
-        parts.append("\n".join([title, "", "Accuracy (%):", "", header, rule, *body]))
+        accuracy = f"Accuracy (%), {per_length} samples per graph and length (errors: over all lengths):"
+        parts.append("\n".join([title, "", accuracy, "", header, rule, *body]))
         cost = [
-            "Mean cost per sample (samples that finished):",
+            f"Mean cost per sample (samples that finished). {concurrency_note(task_cells)}",
             "",
             "| graph | length | samples | LLM calls | prompt tokens | completion tokens | wall s | est. FLOPs |",
             "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -161,17 +221,17 @@ def markdown_tables(cells: Sequence[Cell], *, model: str = "") -> str:
 
 
 def accuracy_csv(cells: Sequence[Cell]) -> str:
-    """``task, graph, <length>..., errors, samples`` with accuracy in percent."""
+    """``task, graph, <length>..., errors, samples_per_length`` with accuracy in percent (see :func:`accuracy_rows`)."""
     lengths = _lengths(cells)
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, ["task", "graph", *lengths, "errors", "samples"], lineterminator="\n")
+    writer = csv.DictWriter(buffer, ["task", "graph", *lengths, "errors", "samples_per_length"], lineterminator="\n")
     writer.writeheader()
     writer.writerows(accuracy_rows(cells))
     return buffer.getvalue()
 
 
 def cost_csv(cells: Sequence[Cell]) -> str:
-    """One row per task x graph x length with every :class:`Cell` field."""
+    """One row per task x graph x length with every :class:`Cell` field (``concurrency``: samples run at once, which ``seconds`` depends on)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, [f.name for f in fields(Cell)], lineterminator="\n")
     writer.writeheader()
@@ -249,7 +309,8 @@ def write_report(out: str | Path, *, flops_model: Any = None, context_window: in
         raise ComparisonError(f"{results_path} holds no results yet")
     cells = summarize(records, flops_model=flops_model)
     model = records[0].get("model", "")
-    markdown = _decoding_line(out) + markdown_tables(cells, model=model) + locomo_tables(records)
+    metrics = {task: metric_line([r for r in records if r["task"] == task]) for task in dict.fromkeys(c.task for c in cells)}
+    markdown = _decoding_line(out) + markdown_tables(cells, model=model, metrics=metrics) + locomo_tables(records)
     files = [out / "summary.md", out / "accuracy.csv", out / "cost.csv"]
     for path, text in zip(files, (markdown, accuracy_csv(cells), cost_csv(cells))):
         write_atomic(path, text)

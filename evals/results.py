@@ -8,7 +8,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ..agents.atomic_files import replacing
 from .lengths import ComparisonError
@@ -105,3 +105,18 @@ class Cell:
     seconds: float | None
     flops: float | None
     """Mean estimated FLOPs per sample (None without a FLOP model or token counts)."""
+    concurrency: int | str | None = None
+    """Samples in flight at once when these samples ran (``--concurrency``), which wall times depend on:
+    a number, a range such as ``"4-8"`` when a resumed run changed it, None when not recorded."""
+
+
+def count_range(counts: Iterable[int]) -> int | str | None:
+    """One count, or the range of several (``"2-4"``); None for none.
+
+    >>> count_range([2, 2]), count_range([4, 2, 3]), count_range([])
+    (2, '2-4', None)
+    """
+    known = sorted(set(counts))
+    if not known:
+        return None
+    return known[0] if len(known) == 1 else f"{known[0]}-{known[-1]}"

@@ -312,11 +312,12 @@ def generate_task(
     transformers tokenizer (``model.tokenizer``), a tokenizer directory, ``"tiktoken:<name>"``
     or a :class:`TokenCodec`.
 
-    >>> import tiktoken
-    >>> from langgraph_memagent.agents.tokenizers import TiktokenCodec
-    >>> codec = TiktokenCodec(tiktoken.Encoding("bytes", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}))
-    >>> [s.meta["length"] <= 3000 for s in generate_task("vt", 3000, codec=codec, num_samples=2)]
-    [True, True]
+    Examples:
+        >>> import tiktoken
+        >>> from langgraph_memagent.agents.tokenizers import TiktokenCodec
+        >>> codec = TiktokenCodec(tiktoken.Encoding("bytes", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}))
+        >>> [s.meta["length"] <= 3000 for s in generate_task("vt", 3000, codec=codec, num_samples=2)]
+        [True, True]
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of: {', '.join(TASKS)}")

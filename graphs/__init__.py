@@ -3,6 +3,7 @@ CLI, the comparison harness, the trainer and ``langgraph dev`` build from."""
 
 from ..agents.calls import ModelCallError, TokenUsage
 from .in_agents import MemAgentMiddleware, create_memagent_tool
+from .in_deepagents import create_memagent_subagent
 from .memagent import MemAgentConfig, MemAgentGraph, MemAgentInput, MemAgentOutput, build_memagent_graph
 from .registry import GRAPHS, GraphOptions, build_graph, default_graph_options, register_graph
 
@@ -19,6 +20,7 @@ __all__ = [
     "TokenUsage",
     "build_graph",
     "build_memagent_graph",
+    "create_memagent_subagent",
     "create_memagent_tool",
     "default_graph_options",
     "register_graph",

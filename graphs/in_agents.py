@@ -160,8 +160,10 @@ class MemAgentMiddleware(AgentMiddleware):
     Args:
         model: the model MemAgent reads with (the agent's own or a smaller one).
         max_message_tokens: messages longer than this are read (default 4000 tokens).
-        chunk_tokens, memory_tokens, answer_tokens, tokenizer: MemAgent's budgets
-            (:func:`~langgraph_memagent.build_memagent_graph`).
+        chunk_tokens: MemAgent's chunk budget (:func:`~langgraph_memagent.build_memagent_graph`).
+        memory_tokens: MemAgent's memory budget.
+        answer_tokens: MemAgent's answer budget.
+        tokenizer: counts and cuts the messages; default the model's own.
 
     Example:
         >>> agent = create_agent(model, tools=[fetch_logs], middleware=[         # doctest: +SKIP

@@ -47,6 +47,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore
 
+from ..agents.extras import needs_extra
 from ..agents.loading import EMBEDDED_MODELS, load_chat_model, model_directory
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
 from .memagent import MemAgentConfig, MemAgentGraph
@@ -155,10 +156,11 @@ def served_store(environ: Mapping[str, str] = os.environ) -> BaseStore | None:
     url = environ.get("MEMAGENT_STORE_URL", "").strip()
     if not url:
         return None
-    from langgraph.store.postgres import PostgresStore
-    from psycopg import Connection
-    from psycopg.rows import dict_row
-    from psycopg_pool import ConnectionPool
+    with needs_extra("serve", "MEMAGENT_STORE_URL (a Postgres store)"):
+        from langgraph.store.postgres import PostgresStore
+        from psycopg import Connection
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
 
     try:
         Connection.connect(url, connect_timeout=15).close()  # a bad URL is named at start-up, with PostgreSQL's reason

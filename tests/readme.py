@@ -1,4 +1,5 @@
-"""The README's fenced code blocks, so tests can run them and an example can never rot."""
+"""The fenced code blocks of the README and of the documentation site, so tests can run them and
+an example can never rot."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+DOCS = REPO / "docs"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -16,15 +19,37 @@ class Block:
     language: str
     line: int  # of the opening fence, 1-based
     code: str
+    page: Path = README
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
 
 
-def readme_blocks(language: str) -> list[Block]:
-    text = README.read_text(encoding="utf-8")
+def documentation_pages() -> list[Path]:
+    """The README first (it defines the names the pages reuse: ``model``, ``graph``), then the site's pages."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def readme_blocks(language: str, page: Path = README) -> list[Block]:
+    text = page.read_text(encoding="utf-8")
     return [
-        Block(match[1], text.count("\n", 0, match.start()) + 1, match[2])
+        Block(match[1], text.count("\n", 0, match.start()) + 1, match[2], page)
         for match in _FENCE.finditer(text)
         if match[1] == language
     ]
+
+
+def documentation_blocks(language: str) -> list[Block]:
+    """Every block of ``language`` on every page, a block repeated word for word kept once."""
+    seen: set[str] = set()
+    blocks = []
+    for page in documentation_pages():
+        for block in readme_blocks(language, page):
+            if block.code not in seen:
+                seen.add(block.code)
+                blocks.append(block)
+    return blocks
 
 
 def shell_commands(block: Block) -> list[list[str]]:

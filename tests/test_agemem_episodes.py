@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (test functions take the fixtures imported from test_training as arguments)
 """``bench_agemem_episodes``: whole AgeMem episodes, untrained against adapters, greedy and sampled."""
 
 from __future__ import annotations
@@ -8,7 +7,6 @@ import json
 import pytest
 
 from langgraph_memagent.training.evaluation import PolicyEvaluation, paired_gain, paired_measure
-from test_training import tiny_model_dir  # noqa: F401 (fixture)
 
 
 def test_agemem_episode_benchmark_refuses_what_is_not_an_adapter_or_not_a_whole_episode(capsys, tmp_path):
@@ -42,7 +40,7 @@ def test_agemem_episode_benchmark_pairs_each_decodings_measures_by_question_and_
     from transformers import AutoModelForCausalLM
 
     from benchmarks import _common, bench_agemem_episodes
-    from benchmarks.bench_learning import held_out_conversations
+    from langgraph_memagent.training.held_out import held_out_conversations
 
     torch.manual_seed(1)  # non-zero LoRA weights, so the adapter decodes differently from the base
     lora = LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM", init_lora_weights=False)

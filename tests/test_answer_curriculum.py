@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (test functions take the fixtures imported from test_training as arguments)
 """AgeMem's answering curriculum (``agemem_sessions="given-memory"``): no stage 1, a memory holding the evidence."""
 
 from __future__ import annotations
@@ -9,8 +8,7 @@ from langgraph_memagent.training.agemem_reward import evidence_held, evidence_te
 from langgraph_memagent.training.data import conversation_records
 from langgraph_memagent.training.grpo_multiconv import parse_config
 from langgraph_memagent.training.writing import GIVEN_MEMORY_ITEMS, given_memory_input
-from test_tool_learning import trained_recording_rollouts
-from test_training import tiny_config, tiny_model_dir  # noqa: F401 (fixture)
+from helpers import tiny_config, trained_recording_rollouts
 
 
 def test_a_given_memory_holds_every_evidence_turn_among_other_turns_drawn_anew_per_rollout():

@@ -7,7 +7,7 @@ Two kinds of rows:
   runs them, and :func:`test_rows_covered_elsewhere_name_existing_tests` fails when it is gone.
 
 The eight defects of the bad-input audit are marked ``(defect N)``; the rows without a mark held
-already and are kept here so none regresses. README.md's "Reliability" section quotes the count.
+already and are kept here so none regresses. The documentation's reliability page quotes the count.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from helpers import LOCOMO_FILE
 
 TESTS = Path(__file__).resolve().parent
-LOCOMO = TESTS.parents[1] / "shared" / "data" / "locomo_conv30.json"
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def _locomo_without(field: str):
     def run(tmp: Path):
         from langgraph_memagent.evals import load_records
 
-        data = json.loads(LOCOMO.read_text())
+        data = json.loads(LOCOMO_FILE.read_text())
         record = {"sample_id": "conv-30", "qa": data["qa"]} if field == "conversation" else {k: v for k, v in data.items() if k != field}
         return load_records(_file(tmp, "locomo.json", [record]))
 
@@ -279,7 +279,7 @@ ROWS: list[Row] = [
     Row("loader", "a LoCoMo conversation without 'speaker_b'", ("record 0 has no field 'speaker_b'",), raises(_locomo_without("speaker_b"))),
     Row("loader", "HotpotQA without num_docs", ("num_docs",), raises(_load("hotpot.json", [{"question": "q", "answer": "a", "context": []}]))),
     # the Python API --------------------------------------------------------------------------------
-    Row("python", "generate_task(..., codec=model.tokenizer), as the README shows (defect 5)", covered_by="test_readme.py::test_readme_python_blocks_run"),
+    Row("python", "generate_task(..., codec=model.tokenizer), as the tasks page shows (defect 5)", covered_by="test_readme.py::test_readme_python_blocks_run"),
     Row("python", "generate_task of an unknown task", ("unknown task 'niah_single_9'",), raises(_task("niah_single_9", 4000))),
     Row("python", "generate_task with target_tokens 0", ("target_tokens must be a positive number of tokens, got 0",), raises(_task("niah_single_1", 0))),
     Row("python", "generate_task with num_samples 0", ("num_samples must be a positive integer, got 0",), raises(_task("niah_single_1", 4000, num_samples=0))),
@@ -400,5 +400,5 @@ def test_rows_covered_elsewhere_name_existing_tests() -> None:
 def test_the_table_covers_every_audited_defect_and_the_readme_count_is_current() -> None:
     defects = {int(match) for row in ROWS for match in re.findall(r"defect (\d)", row.bad_input)}
     assert defects == set(range(1, 9))
-    readme = (TESTS.parent / "README.md").read_text(encoding="utf-8")
-    assert f"{len(ROWS)} bad inputs and faults" in readme
+    reliability = (TESTS.parent / "docs" / "reliability.md").read_text(encoding="utf-8")
+    assert f"{len(ROWS)} bad inputs and faults" in reliability

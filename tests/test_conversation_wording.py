@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_learning, wording_effect
+from benchmarks import wording_effect
 from langgraph_memagent.evals.conversations import generate_conversations
+from langgraph_memagent.training import held_out
 from langgraph_memagent.training.grpo_multiconv import parse_config, training_dataset
-from test_tool_learning import turns_of
+from helpers import turns_of
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
@@ -52,12 +53,12 @@ def test_varied_wording_rewords_the_same_facts_and_leaves_the_plain_splits_byte_
 
 
 def test_varied_splits_reword_held_out_conversations_and_refuse_other_tasks():
-    dev, dev_varied = (bench_learning.held_out_conversations(split, 12) for split in ("dev", "dev-varied"))
+    dev, dev_varied = (held_out.held_out_conversations(split, 12) for split in ("dev", "dev-varied"))
     assert [row["evidence"] for row in dev] == [row["evidence"] for row in dev_varied]
     assert sum(a["document"] != b["document"] for a, b in zip(dev, dev_varied)) == 12
     config = parse_config(["--preset", "cpu-smoke", "--output_dir", "unused"])
     with pytest.raises(SystemExit, match="split 'dev-varied' rewords generated conversations; task 'niah_multikey_1' has no wording"):
-        bench_learning.held_out_records(config, None, "dev-varied", 2)
+        held_out.held_out_records(config, None, "dev-varied", 2)
     trained = training_dataset(parse_config(["--preset", "cpu-sumer", "--num_train_samples", "4", "--conversation_wording", "varied"]), None)
     assert trained[0]["document"] != training_dataset(parse_config(["--preset", "cpu-sumer", "--num_train_samples", "4"]), None)[0]["document"]
 

@@ -27,6 +27,7 @@ from langgraph_memagent.evals.lengths import ComparisonError, parse_length
 from langgraph_memagent.evals.report import write_report
 from langgraph_memagent.evals.results import RESULTS_FILE, read_results
 from langgraph_memagent.graphs.registry import GRAPHS, GraphOptions, register_graph
+from helpers import LOCOMO_FILE
 
 BYTES = TiktokenCodec(
     tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
@@ -269,7 +270,7 @@ def test_failing_sample_records_its_error_and_the_run_goes_on(tmp_path):
         assert record["score"] == 0.0 and record["scored"] is None
         assert "model crashed on the needle chunk" in record["error"]
     rows = list(csv.DictReader((result.out / "accuracy.csv").open()))
-    assert rows == [{"task": "niah_single_1", "graph": "memagent", "600": "0.0", "errors": "2", "samples": "2"}]
+    assert rows == [{"task": "niah_single_1", "graph": "memagent", "600": "0.0", "errors": "2", "samples_per_length": "2"}]
     assert "| memagent | 0.00 | 2 |" in (result.out / "summary.md").read_text()
     # Errors count as finished (and wrong) unless retried.
     model = scripted()
@@ -346,8 +347,8 @@ def test_tables_from_a_results_file(hand_made):
     result = write_report(hand_made, flops_model=None, context_window=8192)
     rows = list(csv.DictReader((hand_made / "accuracy.csv").open()))
     assert rows == [
-        {"task": "niah_single_1", "graph": "memagent", "4K": "75.0", "8K": "50.0", "errors": "1", "samples": "4"},
-        {"task": "niah_single_1", "graph": "full_context", "4K": "100.0", "8K": "0.0", "errors": "0", "samples": "4"},
+        {"task": "niah_single_1", "graph": "memagent", "4K": "75.0", "8K": "50.0", "errors": "1", "samples_per_length": "2"},
+        {"task": "niah_single_1", "graph": "full_context", "4K": "100.0", "8K": "0.0", "errors": "0", "samples_per_length": "2"},
     ]
     cost = {(row["graph"], row["length"]): row for row in csv.DictReader((hand_made / "cost.csv").open())}
     # Means over the samples that finished: the failed 8K memagent sample is left out of cost.
@@ -362,6 +363,8 @@ def test_tables_from_a_results_file(hand_made):
     assert "| memagent | 75.00 | 50.00 | 1 |" in summary
     assert "| full_context | 100.00 | 0.00 | 0 |" in summary
     assert "| memagent | 4K | 2 | 3.0 | 2,800.0 | 230.0 | 2.00 | n/a |" in summary
+    # Lines written before the concurrency was recorded: the summary says wall times depend on it, and that it is unknown.
+    assert "Wall times depend on how many samples ran at once (`--concurrency`), which these results do not record." in summary
     assert result.markdown == summary
 
 
@@ -512,15 +515,13 @@ def test_cli_data_options_need_data(capsys, tmp_path):
 def test_locomo_through_the_harness_scores_per_category(tmp_path):
     """A LoCoMo file with --limit: the turns reach SUMER's memory bank; F1, BLEU-1, a judge's J,
     turns and tool calls are recorded and tabulated per category."""
-    from pathlib import Path
-
     from langchain_core.embeddings import DeterministicFakeEmbedding
     from langchain_core.messages import AIMessage, ToolMessage
     from scripted_model import tool_call
 
     from langgraph_memagent.baselines.sumer import build_sumer_graph
 
-    locomo = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+    locomo = LOCOMO_FILE
 
     def searcher(messages, tools):
         # Keyword-search the question's longest word, then submit the first found line.
@@ -635,3 +636,88 @@ def test_a_line_torn_inside_a_utf8_character_is_dropped_on_resume(tmp_path, caps
     ResultsWriter(path).close()
     assert "dropped a torn last line" in capsys.readouterr().err
     assert path.read_text(encoding="utf-8") == whole + "\n"
+
+
+# the report, read as a new user (issue 84) -------------------------------------------------
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The report's figures by file name, kept instead of written, so their legends and titles can be read."""
+    from pathlib import Path
+
+    from langgraph_memagent.evals import plots
+
+    kept = {}
+
+    def keep(figure, path):
+        kept[Path(path).name] = figure
+        return Path(path)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    return kept
+
+
+def _legend_texts(legend) -> list[str]:
+    return [text.get_text() for text in legend.get_texts()]
+
+
+def test_the_context_window_is_in_the_legend_only_where_it_is_drawn(tmp_path, figures):
+    # Lengths stop at 1.17K: a 2K window lies right of the axis, so no line and no legend entry; the titles say where it is.
+    run_comparison(config(tmp_path, context_window=2048), scripted())
+    accuracy, cost = figures["niah_single_1_accuracy.png"], figures["niah_single_1_cost.png"]
+    (axes,) = accuracy.axes
+    assert _legend_texts(axes.get_legend()) == ["memagent"]
+    assert not [line for line in axes.get_lines() if "context window" in line.get_label()]
+    assert "context window 2K" in axes.get_title() and "beyond the longest length" in axes.get_title()
+    assert _legend_texts(cost.legends[0]) == ["memagent"]
+    assert "context window 2K" in cost.get_suptitle()
+    # A window within the lengths is drawn inside the axis and named in the legend, not in the title.
+    write_report(tmp_path / "out", context_window=1024)
+    (axes,) = figures["niah_single_1_accuracy.png"].axes
+    assert _legend_texts(axes.get_legend()) == ["memagent", "context window (1K)"]
+    (window,) = [line for line in axes.get_lines() if line.get_label() == "context window (1K)"]
+    left, right = axes.get_xlim()
+    assert left <= window.get_xdata()[0] == 1024 <= right
+    assert "context window" not in axes.get_title()
+    assert "context window (1K)" in _legend_texts(figures["niah_single_1_cost.png"].legends[0])
+
+
+def test_the_summary_names_each_tasks_metric_and_the_text_it_scored(tmp_path):
+    def unboxed(prompt: str) -> str:  # the final reply names the number without \boxed{}: the raw reply is scored
+        return re.sub(r"\\boxed\{(\d+)\}", r"The number is \1.", needle_reader(prompt))
+
+    result = run_comparison(config(tmp_path, task=("niah_single_1", "niah_single_2")), scripted(unboxed))
+    assert {(r["metric"], r["scored"], r["score"]) for r in read_results(result.results)} == {("string_match_all", "response", 1.0)}
+    summary = (result.out / "summary.md").read_text()
+    for task in ("niah_single_1", "niah_single_2"):
+        section = summary.split(f"### {task}", 1)[1].split("###", 1)[0]
+        metric = section.split("| graph |", 1)[0]  # said above the accuracy table
+        assert "`string_match_all`" in metric and "fraction of the gold answers found" in metric, section
+        assert "the raw reply in 4 of 4 samples" in metric, section
+    # A boxed reply is scored on the extracted answer.
+    boxed = run_comparison(config(tmp_path, out=tmp_path / "boxed"), scripted())
+    assert "the extracted answer in 4 of 4 samples" in (boxed.out / "summary.md").read_text()
+
+
+def test_accuracy_csv_summary_and_plot_count_samples_the_same_way(tmp_path, figures):
+    result = run_comparison(config(tmp_path), scripted())  # 2 lengths x 2 samples
+    (row,) = csv.DictReader((result.out / "accuracy.csv").open())
+    assert row["samples_per_length"] == "2" and "samples" not in row  # not 4, the sum over both lengths
+    assert "Accuracy (%), 2 samples per graph and length" in (result.out / "summary.md").read_text()
+    (axes,) = figures["niah_single_1_accuracy.png"].axes
+    assert "2 samples per graph and length" in axes.get_title()
+
+
+def test_the_report_states_the_concurrency_wall_times_depend_on(tmp_path, figures, capsys):
+    result = run_comparison(config(tmp_path, concurrency=3), scripted())
+    assert {record["concurrency"] for record in read_results(result.results)} == {3}
+    cost_note = (result.out / "summary.md").read_text().split("Mean cost per sample", 1)[1].split("| graph |", 1)[0]
+    assert "--concurrency 3" in cost_note and "wall times depend on it" in cost_note, cost_note
+    assert {row["concurrency"] for row in csv.DictReader((result.out / "cost.csv").open())} == {"3"}
+    wall = [axes for axes in figures["niah_single_1_cost.png"].axes if "wall time" in axes.get_title()]
+    assert len(wall) == 1 and "concurrency 3" in wall[0].get_title()
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert re.search(r"--concurrency \S+ samples in flight at once; wall times in the report depend on it", help_text), help_text

@@ -156,9 +156,9 @@ def test_sdk_runs_memagent_on_langgraph_dev(server_url, smollm2_codec) -> None:
 
 @pytest.mark.server
 @pytest.mark.embedded
-@pytest.mark.parametrize("graph_id", ["sumer", "langmem"])
+@pytest.mark.parametrize("graph_id", ["sumer"])
 def test_sdk_runs_tool_graphs_on_langgraph_dev(server_url, graph_id) -> None:
-    """SUMER and LangMem embed, search and call the model without blocking the server's loop (AgeMem: below)."""
+    """SUMER embeds, searches and calls the model without blocking the server's loop (LangMem and AgeMem: below)."""
     client = client_of(server_url, "bob")
     result = client.runs.wait(None, graph_id, input={"question": QUESTION, "document": DOCUMENT}, raise_error=False)
     assert "__error__" not in result, result.get("__error__")
@@ -179,14 +179,14 @@ def test_sdk_bad_input_is_a_readable_run_error(server_url) -> None:
 @pytest.mark.server
 @pytest.mark.embedded
 def test_readme_sdk_block_runs_against_langgraph_dev(server_url, monkeypatch) -> None:
-    """The README's SDK example, as written, against the real server (only its port differs)."""
-    from readme import readme_blocks
+    """The serving page's SDK example, as written, against the real server (only its port differs)."""
+    from readme import documentation_blocks
 
-    (block,) = [block for block in readme_blocks("python") if "langgraph_sdk" in block.code]
+    (block,) = [block for block in documentation_blocks("python") if "langgraph_sdk" in block.code]
     assert "http://127.0.0.1:2024" in block.code
     monkeypatch.setenv("MEMAGENT_TOKEN", TOKENS["alice"])
     namespace = {"text": DOCUMENT}
-    exec(compile(block.code.replace("http://127.0.0.1:2024", server_url), f"README.md:{block.line}", "exec"), namespace)  # noqa: S102
+    exec(compile(block.code.replace("http://127.0.0.1:2024", server_url), block.where, "exec"), namespace)  # noqa: S102
     assert namespace["out"]["chunks_read"] == 2 and "answer" in namespace["out"]
 
 
@@ -260,28 +260,26 @@ def test_users_see_only_their_own_threads_runs_assistants_and_chunks(server_url)
 @pytest.mark.server
 @pytest.mark.embedded
 def test_memory_graphs_keep_each_users_memories_apart(server_url) -> None:
-    """The same ``conversation_id`` or document from another user gets memories of that user's own."""
+    """The same document (so the same conversation) from another user gets memories of that user's own.
+
+    SUMER and LangMem's ``conversation_id`` case keep users apart by the same owner label
+    (agents/users.py) and are tested in process, scripted, in tests/test_users.py: here each
+    served tool graph runs once or twice on the embedded model (they took two and a half minutes)."""
     alice, bob = client_of(server_url, "alice"), client_of(server_url, "bob")
 
     def run(client: Any, graph: str, document: str, **options: Any) -> dict:
         inputs = {"question": PIN_QUESTION, "document": document, **options.pop("input", {})}
         return client.runs.wait(None, graph, input=inputs, raise_error=False, **options)
 
-    # SUMER refused this before: Bob's document under Alice's conversation id, with her text in the error.
-    first = run(alice, "sumer", ALICE_DOCUMENT, input={"conversation_id": "diary"})
-    second = run(bob, "sumer", BOB_DOCUMENT, input={"conversation_id": "diary"})
-    assert "__error__" not in first and "__error__" not in second, (first, second)
-    assert "4242" not in json.dumps(second)
-    # LangMem: Bob passing the conversation id Alice's run returned, or sending her very document
-    # (the same content key), extracts memories of his own and reads none of hers.
+    # LangMem (its runs here also stand for the tool-graph test above): Bob sending Alice's very
+    # document (the same content key, so the same conversation id) extracts memories of his own
+    # (had he read her namespace, its sessions would be extracted already and no call made).
     first = run(alice, "langmem", ALICE_DOCUMENT)
     assert "__error__" not in first, first
-    by_id = run(bob, "langmem", BOB_DOCUMENT, input={"conversation_id": first["conversation_id"]})
-    assert "__error__" not in by_id, by_id
-    assert by_id["conversation_id"] == first["conversation_id"] and by_id["sessions_extracted"] >= 1
-    by_content = run(bob, "langmem", ALICE_DOCUMENT)  # the same content key: Bob's memories of it, none of Alice's
+    by_content = run(bob, "langmem", ALICE_DOCUMENT)
     assert "__error__" not in by_content and by_content["conversation_id"] == first["conversation_id"], by_content
-    assert "4242" not in by_id["memory"] + by_content["memory"]
+    assert first["sessions_extracted"] >= 1 and by_content["sessions_extracted"] == first["sessions_extracted"], (first, by_content)
+    assert by_content["extraction_calls"] >= 1, by_content
     # AgeMem (its run here also stands for the tool-graph test above): Alice's memory is hers, and
     # Bob naming her is refused (tests/test_users.py shows his own memory holds none of hers).
     alices = run(alice, "agemem", ALICE_DOCUMENT, context={"user_id": "alice"})

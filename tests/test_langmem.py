@@ -6,13 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from langgraph_memagent.baselines.langmem_graph import build_langmem_graph, sessions
-
-LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
+from helpers import LOCOMO_FILE
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +21,17 @@ def conversation():
     return samples, samples[0].meta["turns"]
 
 
-def _first_sessions(turns, count):
-    return [turn for turn in turns if turn.get("session") in range(1, count + 1)]
+# The first turns of each session are enough to extract from (the whole sessions 1 and 2 of conv-30,
+# 28 and 16 turns, cost a minute of the embedded model per test on CPU).
+TURNS_PER_SESSION = 6
+
+
+def _first_sessions(turns, count, per_session=TURNS_PER_SESSION):
+    kept = {}
+    for turn in turns:
+        if turn.get("session") in range(1, count + 1):
+            kept.setdefault(turn["session"], []).append(turn)
+    return [turn for session in kept.values() for turn in session[:per_session]]
 
 
 def test_sessions_group_turns_by_session_and_cut_documents_into_pieces(smollm2_codec):
@@ -65,13 +72,14 @@ def test_langmem_ainvoke_extracts_only_the_sessions_not_yet_done(greedy_model, c
 
 @pytest.mark.embedded
 def test_compare_runs_langmem_end_to_end_on_locomo(tmp_path, greedy_model):
-    """``memagent compare --graphs langmem`` on a LoCoMo file (conv-30 cut to its first two sessions)."""
+    """``memagent compare --graphs langmem`` on a LoCoMo file (conv-30 cut to the first turns of its first two sessions)."""
     from langgraph_memagent.evals.harness import ComparisonConfig, run_comparison
     from langgraph_memagent.evals.results import read_results
     from langgraph_memagent.graphs.registry import default_graph_options
 
     data = json.loads(LOCOMO_FILE.read_text())
     data = {key: value for key, value in data.items() if int((re.search(r"session_(\d+)", key) or [0, 0])[1]) <= 2}
+    data.update({key: value[:TURNS_PER_SESSION] for key, value in data.items() if re.fullmatch(r"session_\d+", key)})
     path = tmp_path / "locomo_two_sessions.json"
     path.write_text(json.dumps(data))
     settings = ComparisonConfig(graphs=("langmem",), data=(str(path),), task=None, lengths=(), limit=2, out=tmp_path / "out",

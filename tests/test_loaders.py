@@ -2,7 +2,6 @@
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import tiktoken
@@ -21,12 +20,11 @@ from langgraph_memagent.evals import (
 )
 from langgraph_memagent.evals.loaders import DataFileError, load_memagent_train_parquet
 from langgraph_memagent.evals.ruler import render_ruler_input
+from helpers import LOCOMO_FILE
 
 BYTES = TiktokenCodec(
     tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
 )
-# The real LoCoMo conversation sits in shared/data beside the checkout (CI clones it there too).
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 ROUND_TRIP_TASKS = ["niah_single_1", "niah_multikey_3", "niah_multiquery", "vt", "fwe", "qa"]
 
 
@@ -168,10 +166,10 @@ def test_squad_recipe_adds_same_article_paragraphs_first(tmp_path):
 
 
 def test_locomo_real_conversation():
-    samples = load_locomo(LOCOMO)
-    raw = json.loads(LOCOMO.read_text())
+    samples = load_locomo(LOCOMO_FILE)
+    raw = json.loads(LOCOMO_FILE.read_text())
     assert len(raw["qa"]) == 105 and len(samples) == 81  # 24 adversarial questions left out
-    assert len(load_locomo(LOCOMO, include_adversarial=True)) == 105
+    assert len(load_locomo(LOCOMO_FILE, include_adversarial=True)) == 105
     first = samples[0]
     assert (first.question, first.answers, first.task, first.scoring_metric) == ("When Jon has lost his job as a banker?", ["19 January, 2023"], "locomo", "sub_exact_match")
     assert first.meta["category"] == 2 and first.meta["category_name"] == "temporal"
@@ -186,12 +184,12 @@ def test_locomo_real_conversation():
 
 
 def test_locomo_standard_release_layout_gives_the_same_records(tmp_path):
-    raw = json.loads(LOCOMO.read_text())
+    raw = json.loads(LOCOMO_FILE.read_text())
     conversation = {key: value for key, value in raw.items() if key.startswith(("speaker_", "session_")) and not key.endswith(("_observation", "_summary"))}
     path = tmp_path / "locomo10.json"
     path.write_text(json.dumps([{"sample_id": "conv-30", "conversation": conversation, "qa": raw["qa"]}]))
     standard = load_locomo(path, include_adversarial=True)
-    per_conversation = load_locomo(LOCOMO, include_adversarial=True)
+    per_conversation = load_locomo(LOCOMO_FILE, include_adversarial=True)
     assert [(s.question, s.document, s.answers) for s in standard] == [(s.question, s.document, s.answers) for s in per_conversation]
     assert standard[0].meta["sample_id"] == "conv-30"
     adversarial = next(s for s in standard if s.meta["category"] == 5)
@@ -199,7 +197,7 @@ def test_locomo_standard_release_layout_gives_the_same_records(tmp_path):
 
 
 def test_locomo_numeric_answers_become_strings(tmp_path):
-    raw = json.loads(LOCOMO.read_text())
+    raw = json.loads(LOCOMO_FILE.read_text())
     raw["qa"] = [{"question": "How many sessions?", "answer": 19, "evidence": ["D19:1"], "category": 4}]
     path = tmp_path / "conv.json"
     path.write_text(json.dumps(raw))
@@ -224,7 +222,7 @@ def test_load_records_sniffs_every_format(tmp_path):
     assert load_records(write_ruler_jsonl(niah, tmp_path / "niah_single_2" / "validation.jsonl"))[0].task == "niah_single_2"
     qa = generate_task("qa_hotpotqa_synthetic", None, codec=BYTES, seed=1, num_docs=50)
     assert load_records(write_memagent_eval(qa, tmp_path / "eval_50.json"))[0].document == qa[0].document
-    assert load_records(LOCOMO)[0].task == "locomo"
+    assert load_records(LOCOMO_FILE)[0].task == "locomo"
     hotpot = tmp_path / "hotpot.json"
     hotpot.write_text(json.dumps([hotpot_item(1), hotpot_item(2)]))
     assert load_records(hotpot, num_docs=12)[0].task == "qa_hotpotqa"
@@ -263,7 +261,7 @@ def test_bad_files_name_the_file_record_and_field(tmp_path):
     bad_line.write_text('{"input": "q", "outputs": ["a"]}\n{oops\n')
     with pytest.raises(DataFileError, match="line 2 is not valid JSON"):
         load_ruler_jsonl(bad_line)
-    locomo = json.loads(LOCOMO.read_text())
+    locomo = json.loads(LOCOMO_FILE.read_text())
     del locomo["qa"][3]["answer"]
     broken_locomo = tmp_path / "conv.json"
     broken_locomo.write_text(json.dumps(locomo))

@@ -4,7 +4,6 @@ judge and its parsing, and the per-category summary. Expected values are compute
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -25,8 +24,8 @@ from langgraph_memagent.evals.locomo_scoring import (
 )
 
 from scripted_model import ScriptedChatModel
+from helpers import LOCOMO_FILE
 
-LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 
 # --- Porter stemmer: examples from Porter (1980), full algorithm outputs -----------------------
 

@@ -14,8 +14,8 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_memagent.baselines.memory_bank import MemoryBank
 from langgraph_memagent.baselines.memory_index import BM25_B, BM25_K1
 from langgraph_memagent.evals.loaders import load_locomo
+from helpers import LOCOMO_FILE
 
-LOCOMO = "/work/shared/data/locomo_conv30.json"
 CONVERSATION = "conv-30"
 BATCH = 16
 
@@ -53,7 +53,7 @@ def stored_keys(store, namespace) -> list[str]:
 @pytest.fixture(scope="module")
 def locomo_turns() -> list[dict]:
     """Sessions 1-3 (58 turns) of the real LoCoMo conversation: enough for every rule, cheap to embed."""
-    turns = load_locomo(LOCOMO)[0].meta["turns"]
+    turns = load_locomo(LOCOMO_FILE)[0].meta["turns"]
     return [turn for turn in turns if turn["session"] <= 3]
 
 

@@ -1,4 +1,5 @@
-"""Every code block of the README runs (Python) or parses (shell commands), so no example rots.
+"""Every code block of the README and the documentation site runs (Python) or parses (shell
+commands), so no example rots.
 
 The Python blocks run in order in one namespace, like a reader pasting them into a session,
 on the embedded model with small inputs; the block that needs a running ``langgraph dev``
@@ -17,19 +18,24 @@ import inspect
 import pytest
 
 from langgraph_memagent.evals import generate_task, write_ruler_jsonl
-from readme import Block, readme_blocks, shell_commands
+from readme import Block, documentation_blocks, shell_commands
 
 SERVER_IMPORT = "langgraph_sdk"
-OTHER_TOOLS = {"make", "vllm", ".venv/bin/langgraph", "python"}
+# A block whose main model is a hosted one (the Deep Agents example): compiled here, not run; its
+# flow runs in test_deepagents.py with a scripted main agent.
+HOSTED_MODEL = '"openai:'
+
+OTHER_TOOLS = {"make", "vllm", ".venv/bin/langgraph", "python", "pip"}
 
 
 def _run_block(block: Block, namespace: dict) -> None:
-    code = compile(block.code, f"README.md:{block.line}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    code = compile(block.code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     result = eval(code, namespace)  # noqa: S307 - the README's own example code
     if inspect.iscoroutine(result):  # a block with top-level `await`
         asyncio.run(result)
 
 
+@pytest.mark.embedded  # the README's examples load the embedded model themselves
 def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
     monkeypatch.chdir(tmp_path)
     # The files and names the README's examples assume the reader has.
@@ -41,8 +47,12 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
     inputs = [{"question": short.question, "document": short.document}] * 2
     namespace = {"q": short.question, "d": short.document, "inputs": inputs, "__name__": "readme"}
 
-    blocks = [block for block in readme_blocks("python") if SERVER_IMPORT not in block.code]
-    assert len(blocks) == 6, [block.line for block in blocks]
+    blocks = [block for block in documentation_blocks("python") if SERVER_IMPORT not in block.code]
+    hosted = [block for block in blocks if HOSTED_MODEL in block.code]
+    for block in hosted:
+        compile(block.code, block.where, "exec")
+    blocks = [block for block in blocks if block not in hosted]
+    assert len(blocks) == 7 and len(hosted) == 1, [block.where for block in blocks + hosted]
     for block in blocks:
         _run_block(block, namespace)
 
@@ -62,25 +72,32 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
     assert len(load_records(tmp_path / "train.json")) > 64 and load_records(tmp_path / "held_out.json")[0].meta["evidence"]
 
 
-@pytest.mark.parametrize("block", readme_blocks("bash"), ids=lambda block: f"README.md:{block.line}")
+def _parse_trainer_args(argv: list[str]) -> None:
+    from langgraph_memagent.training.grpo_multiconv import parse_config
+
+    if "--help" in argv:
+        with pytest.raises(SystemExit) as exit_info:
+            parse_config(argv)
+        assert exit_info.value.code == 0
+    else:
+        parse_config(argv)
+
+
+@pytest.mark.parametrize("block", documentation_blocks("bash"), ids=lambda block: block.where)
 def test_readme_shell_commands_parse(block: Block) -> None:
     from langgraph_memagent.cli import build_parser
-    from langgraph_memagent.training.grpo_multiconv import parse_config
 
     for command in shell_commands(block):
         while "=" in command[0] and command[0].split("=")[0].isupper():  # VARIABLE=value before a command
             command = command[1:]
-        if command[0] == "memagent":
+        if command[:2] == ["memagent", "train"]:  # the trainer's own parser reads what follows
+            _parse_trainer_args(command[2:])
+        elif command[0] == "memagent":
             build_parser().parse_args(command[1:])
         elif "training/grpo_multiconv.py" in command:
             argv = command[command.index("training/grpo_multiconv.py") + 1 :]
             if command[0] == "accelerate":  # a GPU command: bf16 is refused on this CPU machine
                 argv += ["--bf16", "false"]
-            if "--help" in argv:
-                with pytest.raises(SystemExit) as exit_info:
-                    parse_config(argv)
-                assert exit_info.value.code == 0
-            else:
-                parse_config(argv)
+            _parse_trainer_args(argv)
         else:
-            assert command[0] in OTHER_TOOLS, f"README.md:{block.line}: classify {command[0]!r} in this test"
+            assert command[0] in OTHER_TOOLS, f"{block.where}: classify {command[0]!r} in this test"

@@ -5,7 +5,6 @@ Every expected value is computed by hand in the comment beside it."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from langgraph_memagent.training.agemem_reward import AgeMemReward, AgeMemReward
 from langgraph_memagent.training.rewards import SumerReward, sumer_reward
 
 from scripted_model import ScriptedChatModel
+from helpers import LOCOMO_FILE
 
-LOCOMO_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 
 # --- SUMER -------------------------------------------------------------------------------------
 

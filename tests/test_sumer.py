@@ -4,7 +4,6 @@ and one bounded run on the real embedded SmolLM2."""
 import asyncio
 import json
 import re
-from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
@@ -18,8 +17,8 @@ from langgraph_memagent.baselines.sumer_prompts import SUMER_TOOLS, sumer_tools
 from langgraph_memagent.evals.loaders import load_locomo
 from langgraph_memagent.evals.scoring import score
 from langgraph_memagent.agents.calls import ModelCallError
+from helpers import LOCOMO_FILE
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
 QUESTION = "What is the name of Ann's cat?"
 TURNS = [
     {"dia_id": f"D{session}:{number}", "speaker": speaker, "text": text, "session": session, "date_time": date}
@@ -537,7 +536,7 @@ class CountingEmbeddings(Embeddings):
 def test_locomo_keyword_search_end_to_end():
     # Keyword search does not use the vectors: a hash embedding keeps the test fast (MiniLM
     # over 369 turns takes a minute on a busy 2-core machine; the bank's tests cover it).
-    samples = load_locomo(LOCOMO)
+    samples = load_locomo(LOCOMO_FILE)
     sample = next(s for s in samples if s.answers == ["Rome"])
     keyword = sample.answers[0]
 
@@ -599,7 +598,7 @@ def test_embedded_smollm2_with_a_required_tool_choice_searches_with_valid_calls(
     from langgraph_memagent.evals.harness import evidence_searches
     from langgraph_memagent.graphs.registry import build_graph, default_graph_options, question_input
 
-    sample = load_locomo(str(LOCOMO))[0]
+    sample = load_locomo(str(LOCOMO_FILE))[0]
     options = replace(default_graph_options("smollm2-135m"), max_turns=3)
     result = build_graph("sumer", greedy_model, options).invoke(question_input(sample))
     assert result["invalid_tool_calls"] == 0 and result["tool_calls"] >= 1

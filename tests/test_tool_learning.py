@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (test functions take the fixtures imported from test_training as arguments)
 """Teaching tool use: generated LoCoMo-shaped conversations, tool-use measures, the opt-in evidence
 shaping, and the trainer's and benchmark's reports of them."""
 
@@ -22,20 +21,7 @@ from langgraph_memagent.training.rollout_graphs import default_graph_input, defa
 from langgraph_memagent.training.rollouts import run_rollouts, score_rollouts
 from langgraph_memagent.training.rows import rollout_group_ids
 from langgraph_memagent.training.tool_use import EvidenceShapedReward, tool_use_measures
-from test_training import make_trainer, tiny_config, tiny_model_dir  # noqa: F401 (fixtures)
-from test_training_tools import AGEMEM_FORCED, scripted_policy, tokenizer  # noqa: F401 (fixtures)
-
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_conv30.json"
-
-
-def turns_of(conversation: dict) -> dict[str, dict]:
-    return {
-        turn["dia_id"]: {**turn, "session": key}
-        for key, turns in conversation["conversation"].items()
-        if key.startswith("session_") and isinstance(turns, list)
-        for turn in turns
-    }
-
+from helpers import AGEMEM_FORCED, LOCOMO_FILE, make_trainer, scripted_policy, tiny_config, trained_recording_rollouts, turns_of
 
 # ---------------------------------------------------------------------------------------
 # The generator
@@ -108,7 +94,7 @@ def test_training_rows_from_generated_and_real_locomo_files_keep_turns_and_evide
     from_file = load_training_file(path)
     assert [row["question"] for row in from_file[:10]] == [row["question"] for row in rows]
     assert GRAPHS["sumer"].graph_input(from_file[0])["turns"] == rows[0]["turns"]
-    real = load_training_file(LOCOMO)  # the real conv-30, adversarial questions left out
+    real = load_training_file(LOCOMO_FILE)  # the real conv-30, adversarial questions left out
     assert len(real) == 81 and real[0]["answers"] == ["19 January, 2023"] and real[0]["evidence"] == ["D1:2"]
     # The trainer's generated task: rows through a datasets.Dataset, graph input unchanged.
     config = parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path / "run"), "--num_train_samples", "6"])
@@ -155,7 +141,7 @@ def test_evidence_shaping_adds_recall_to_the_paper_reward_and_keeps_both_parts(t
         tiny_config(tmp_path, graph="sumer", reward_metric="f1", evidence_reward_weight=-1)
 
 
-def test_sumer_counts_refused_calls_and_the_measures_read_them(tokenizer, tmp_path):
+def test_sumer_counts_refused_calls_and_the_measures_read_them(tiny_tokenizer, tmp_path):
     record = next(row for row in conversation_records(8, seed=2) if len(row["evidence"]) == 1)
     speakers = {turn["speaker"] for turn in record["turns"]}
     evidence_text = next(turn["text"] for turn in record["turns"] if turn["dia_id"] == record["evidence"][0])
@@ -170,7 +156,7 @@ def test_sumer_counts_refused_calls_and_the_measures_read_them(tokenizer, tmp_pa
         return f'<tool_call>\n{{"name": "submit_answer", "arguments": {{"answer": {answer}}}}}\n</tool_call>'
 
     config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", max_turns=4, turn_tokens=96, answer_tokens=32)
-    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     (rollout,) = run_rollouts(graph, [GRAPHS["sumer"].graph_input(record)], rollout_group_ids(1, 1))
     out = rollout.output
     assert "Nobody" not in speakers
@@ -183,7 +169,7 @@ def test_sumer_counts_refused_calls_and_the_measures_read_them(tokenizer, tmp_pa
     assert tool_use_measures({"response": "no tools"}, record, "memagent") == {}  # MemAgent's outputs have no tool use
 
 
-def test_agemem_measures_and_reward_read_the_rows_evidence_turns(tokenizer, tmp_path):
+def test_agemem_measures_and_reward_read_the_rows_evidence_turns(tiny_tokenizer, tmp_path):
     """AgeMem counts its calls by tool name; the measures and the memory reward read a training row's evidence turns."""
     record = next(row for row in conversation_records(8, seed=2) if len(row["evidence"]) == 1)
     evidence_text = next(turn["text"] for turn in record["turns"] if turn["dia_id"] == record["evidence"][0])
@@ -198,7 +184,7 @@ def test_agemem_measures_and_reward_read_the_rows_evidence_turns(tokenizer, tmp_
 
     config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", agemem_turns_per_message=1, agemem_stage_turns=40,
                          agemem_distractor_messages=1, turn_tokens=96, max_context_tokens=8000)
-    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     (rollout,) = run_rollouts(graph, [GRAPHS["agemem"].graph_input(record)], rollout_group_ids(1, 1))
     sessions = rollout.output["arrivals"]["build"]
     assert rollout.output["tool_calls"] == {"add_memory": sessions, "update_memory": sessions}
@@ -241,7 +227,7 @@ def test_trainer_logs_tool_use_and_both_reward_parts(tiny_model_dir, tmp_path):
     assert (Path(config.output_dir) / "tool_use_curve.png").is_file()
 
 
-def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(tokenizer, tmp_path):
+def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(tiny_tokenizer, tmp_path):
     """With agemem_sessions="evidence" a rollout stores from the evidence sessions only; held-out episodes stay whole."""
     from benchmarks.bench_learning import whole_episodes
     from langgraph_memagent.training.writing import evidence_sessions
@@ -262,7 +248,7 @@ def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(t
     given = graph_input(record)
     assert {turn["session"] for turn in given["turns"]} == {evidence_turn["session"]}
     assert [turn["dia_id"] for turn in given["turns"]] == [t["dia_id"] for t in record["turns"] if t["session"] == evidence_turn["session"]]
-    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     (rollout,) = run_rollouts(graph, [given], rollout_group_ids(1, 1))
     assert rollout.output["arrivals"]["build"] == 1 and rollout.output["tool_calls"] == {"add_memory": 1}
     score_rollouts([rollout], [record], default_reward(config), "agemem")
@@ -287,7 +273,7 @@ def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(t
 
 
 def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():
-    from benchmarks.bench_learning import locomo_records, tool_use
+    from langgraph_memagent.training.held_out import locomo_records, tool_use
 
     before = PolicyEvaluation(0.0, 1, [-1.0, -1.0], 1.0, [{"f1": 0.0, "searches": 2}, {"f1": 0.0, "searches": 0}]).to_dict()
     after = PolicyEvaluation(0.0, 1, [1.0, -1.0], 1.0, [{"f1": 1.0, "searches": 1}, {"f1": 0.0, "searches": 1}]).to_dict()
@@ -297,11 +283,11 @@ def test_learning_benchmark_reports_tool_use_changes_and_the_locomo_subset():
     import random
 
     chosen = sorted(random.Random(0).sample(range(81), 16))
-    assert [row["question"] for row in locomo_records(16)] == [load_training_file(LOCOMO)[index]["question"] for index in chosen]
+    assert [row["question"] for row in locomo_records(16)] == [load_training_file(LOCOMO_FILE)[index]["question"] for index in chosen]
 
 
 def test_changes_by_question_group_and_constant_answers_against_hand_computed_values():
-    from benchmarks.bench_learning import by_question_group, constant_answer_f1, question_groups
+    from langgraph_memagent.training.held_out import by_question_group, constant_answer_f1, question_groups
 
     records = [
         {"category": "single-hop", "answers": ["Oslo"]},
@@ -340,8 +326,10 @@ def test_learning_benchmark_on_conversations_end_to_end_reports_groups_and_const
     assert sorted(path.name for path in (tmp_path / "figures").iterdir()) == ["learning_sumer_e2e_reward_curve.png", "learning_sumer_e2e_tool_use.png"]
     result = json.loads((tmp_path / "results" / "bench_learning_sumer_dev_e2e.json").read_text())
     run = result["runs"][0]
-    records = conversation_records(4, seed=bench_learning.SPLITS["dev"]["seed"], entities=bench_learning.HELD_OUT_ENTITIES)
-    assert run["constant_answer_f1"] == bench_learning.constant_answer_f1(records)
+    from langgraph_memagent.training.held_out import HELD_OUT_ENTITIES, SPLITS, constant_answer_f1
+
+    records = conversation_records(4, seed=SPLITS["dev"]["seed"], entities=HELD_OUT_ENTITIES)
+    assert run["constant_answer_f1"] == constant_answer_f1(records)
     greedy = run["by_question_group"]["greedy"]
     assert greedy["all"]["f1"]["questions"] == 4 and greedy["first half"]["f1"]["questions"] == 2
     assert "greedy F1 change by question group: all " in capsys.readouterr().out
@@ -565,22 +553,6 @@ def test_reading_benchmark_shows_the_evidence_alone_or_the_questions_own_search(
     assert doctest.testmod(bench_sumer_reading).failed == 0
 
 
-def trained_recording_rollouts(tiny_model_dir, rows, config):
-    """A trainer run on ``rows`` under ``config``, and every rollout it trained on."""
-    from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
-
-    batches = []
-
-    class Recording(MultiConvGRPOTrainer):
-        def _batch_from_rollouts(self, rollouts, mode, **kwargs):
-            batches.append(rollouts)
-            return super()._batch_from_rollouts(rollouts, mode, **kwargs)
-
-    trainer = make_trainer(tiny_model_dir, Dataset.from_list(rows), config, Recording)
-    trainer.train()
-    return trainer, [rollout for batch in batches for rollout in batch]
-
-
 def test_reading_curriculum_rollouts_are_one_forced_submit_over_the_evidence(tiny_model_dir, tmp_path, monkeypatch):
     from benchmarks.bench_learning import whole_episodes
     from langgraph_memagent.training import evaluation
@@ -739,7 +711,7 @@ def test_episode_benchmark_end_to_end_gives_each_adapters_shortcut_free_change_a
     from transformers import AutoModelForCausalLM
 
     from benchmarks import _common
-    from benchmarks.bench_learning import held_out_conversations, is_yes_no
+    from langgraph_memagent.training.held_out import held_out_conversations, is_yes_no
     from benchmarks.bench_sumer_episodes import main
     from benchmarks.learning_report import f1_without_shortcuts
 
@@ -771,7 +743,7 @@ def test_episode_benchmark_end_to_end_gives_each_adapters_shortcut_free_change_a
 
 
 def test_the_committed_locomo_run_gives_the_shortcut_free_figures_benchmarks_md_reports():
-    from benchmarks.bench_learning import across
+    from langgraph_memagent.evals.stats import across
     from benchmarks.bench_sumer_episodes import episode_records
     from benchmarks.learning_report import f1_without_shortcuts
 
@@ -827,11 +799,11 @@ def test_writing_benchmark_classes_each_stored_line_by_position_and_evidence(cap
 
 def test_every_held_out_split_asks_its_own_conversations():
     """A split added by copying another's seed would repeat its conversations (the varied splits reword their plain twin)."""
-    from benchmarks import bench_learning
+    from langgraph_memagent.training import held_out
 
     documents = {
-        split: {record["document"] for record in bench_learning.held_out_conversations(split, 8)}
-        for split, spec in bench_learning.SPLITS.items() if "wording" not in spec
+        split: {record["document"] for record in held_out.held_out_conversations(split, 8)}
+        for split, spec in held_out.SPLITS.items() if "wording" not in spec
     }
     for split, held in documents.items():
         assert not any(held & other for name, other in documents.items() if name != split), split

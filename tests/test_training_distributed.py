@@ -10,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 SCRIPT = Path(__file__).with_name("distributed_training.py")
 BUDGET = 1024  # tokens per forward pass: a few of the long question's rows (about 250 tokens each)
 
 
-@pytest.mark.embedded
-def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(embedded_model_dir, tmp_path):
+def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(tiny_model_dir, tmp_path):
+    # The policy is the tiny random Llama of conftest.py (the embedded model's tokenizer, 2 layers):
+    # padding, splitting and all-reducing do not depend on the model's size, and the embedded
+    # model's two float32 copies took two and a half minutes and several GB here.
     # One long (two chunks) and one short question (one chunk): each rollout batch holds one group
     # of four of each, and a process gets one group, so the two processes make different numbers of calls.
     records = [
@@ -32,7 +32,7 @@ def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(embe
     command = [
         str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
         "--dynamo_backend", "no", "--num_cpu_threads_per_process", "1", str(SCRIPT), str(tmp_path),
-        "--train_file", str(train_file), "--max_steps", "2", "--save_strategy", "no", "--reward_curve", "false",
+        "--model_name_or_path", str(tiny_model_dir), "--train_file", str(train_file), "--max_steps", "2", "--save_strategy", "no", "--reward_curve", "false",
         "--per_device_train_batch_size", "2", "--steps_per_generation", "2", "--num_generations", "4",
         "--memory_tokens", "16", "--answer_tokens", "8", "--chunk_tokens", "120", "--dynamic_sampling_rounds", "1",
         # use_cpu: without it transformers' Trainer runs each process on its own; activation

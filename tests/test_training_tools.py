@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (test functions take the fixtures imported from test_training as arguments)
 """Training the SUMER and AgeMem tool loops: every LLM call of a rollout is one row with its rollout's advantage.
 
 Two kinds of policy:
@@ -14,11 +13,9 @@ Two kinds of policy:
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
 
 import pytest
 import torch
-from langgraph_memagent.agents.batched_generator import Completion
 from langgraph_memagent.agents.local_model import LocalChatModel
 from langgraph_memagent.training.rewards import JudgeFreeSumerReward, SubmittedAnswersOnly
 from langgraph_memagent.graphs.registry import GRAPHS
@@ -32,46 +29,10 @@ from langgraph_memagent.training.agemem_reward import AgeMemReward
 from langgraph_memagent.training.rewards import SumerReward
 from langgraph_memagent.training.rollouts import run_rollouts
 from scripted_model import ScriptedChatModel
-from test_training import make_trainer, tiny_config, tiny_dataset, tiny_model_dir  # noqa: F401 (fixtures)
+from helpers import AGEMEM_FORCED, make_trainer, scripted_policy, tiny_config
 
 SUMER_FORCED = "You cannot search any more"  # from SUMER_FORCED_ANSWER_TEMPLATE
-AGEMEM_FORCED = "Answer the question now from what you know"  # AgeMem's FORCE_ANSWER_PROMPT
 MALFORMED_SEARCH = '<tool_call>\n{"name": "search_memory", "arguments": {"query": </tool_call>'
-
-
-class ScriptedEngine:
-    """Stands in for ``LocalChatModel``'s batched generator: ``script(decoded prompt)`` is the completion.
-
-    Token ids are the tokenizer's own (the completion ends with EOS, as a finished
-    generation does), so the recorded rows are exactly what the trainer would get.
-    """
-
-    def __init__(self, tokenizer, script):
-        self.tokenizer = tokenizer
-        self.script = script
-
-    def submit(self, prompt_ids, params, grammar=None, on_tokens=None):
-        # The script's text is the reply: a forced call's grammar is not applied here (tests/test_constrained.py),
-        # and it arrives whole (token streaming is tests/test_streaming.py's).
-        text = self.script(self.tokenizer.decode(prompt_ids))
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        assert len(ids) < params.max_tokens, f"scripted reply longer than max_tokens={params.max_tokens}: {text!r}"
-        future = Future()
-        future.set_result(Completion(list(prompt_ids), ids + [self.tokenizer.eos_token_id], text, "stop"))
-        return future
-
-
-def scripted_policy(tokenizer, script) -> LocalChatModel:
-    chat = LocalChatModel(model_path="scripted-policy")
-    chat._engine = ScriptedEngine(tokenizer, script)
-    return chat
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(tiny_model_dir)
 
 
 def decoded(tokenizer, ids) -> str:
@@ -93,7 +54,7 @@ def rows_by_rollout(rollouts, advantages):
 # ---------------------------------------------------------------------------------------
 # Scripted policy through the real LocalChatModel: tool turns, malformed calls, forced answers
 # ---------------------------------------------------------------------------------------
-def test_sumer_rollout_rows_include_malformed_call_and_forced_answer(tokenizer, tiny_dataset, tmp_path):
+def test_sumer_rollout_rows_include_malformed_call_and_forced_answer(tiny_tokenizer, tiny_dataset, tmp_path):
     sample = tiny_dataset[0]
     gold = sample["answers"][0]
     forced_answers = iter([gold, "17"])  # one rollout of the group is right, the other wrong
@@ -108,7 +69,7 @@ def test_sumer_rollout_rows_include_malformed_call_and_forced_answer(tokenizer, 
         return MALFORMED_SEARCH
 
     config = tiny_config(tmp_path, graph="sumer", reward_metric="f1", max_turns=2, turn_tokens=64, answer_tokens=32)
-    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     inputs = [GRAPHS["sumer"].graph_input(sample)] * 2
     rollouts = run_rollouts(graph, inputs, rollout_group_ids(2, 2))
     for rollout in rollouts:
@@ -117,12 +78,12 @@ def test_sumer_rollout_rows_include_malformed_call_and_forced_answer(tokenizer, 
         assert len(rollout.calls) == out["usage"]["llm_calls"] == 3  # search turn, malformed turn, forced answer
         search, malformed, forced = rollout.calls
         # The malformed call is the policy's own completion, kept whole as a row.
-        assert decoded(tokenizer, malformed.completion_ids).startswith(MALFORMED_SEARCH)
+        assert decoded(tiny_tokenizer, malformed.completion_ids).startswith(MALFORMED_SEARCH)
         # Earlier tool results are inside the next prompt (prompt tokens: no loss on them).
-        assert "search 'special magic number'" in decoded(tokenizer, malformed.prompt_ids)
+        assert "search 'special magic number'" in decoded(tiny_tokenizer, malformed.prompt_ids)
         assert len(malformed.prompt_ids) > len(search.prompt_ids)
-        assert "<tools>" in decoded(tokenizer, search.prompt_ids)
-        forced_prompt = decoded(tokenizer, forced.prompt_ids)
+        assert "<tools>" in decoded(tiny_tokenizer, search.prompt_ids)
+        forced_prompt = decoded(tiny_tokenizer, forced.prompt_ids)
         assert SUMER_FORCED in forced_prompt and "<tools>" not in forced_prompt  # the forced call offers no tools
     # SUMER's own rule: forced answers were never submitted, so both rollouts score -1 ...
     assert default_reward(config).batch([r.output for r in rollouts], [sample] * 2) == [-1.0, -1.0]
@@ -137,7 +98,7 @@ def test_sumer_rollout_rows_include_malformed_call_and_forced_answer(tokenizer, 
         assert advantage == expected and rows == [expected] * 3
 
 
-def test_agemem_rollout_rows_cover_all_stages_and_the_forced_answer(tokenizer, tiny_dataset, tmp_path):
+def test_agemem_rollout_rows_cover_all_stages_and_the_forced_answer(tiny_tokenizer, tiny_dataset, tmp_path):
     sample = tiny_dataset[0]
 
     def script(prompt: str) -> str:
@@ -152,7 +113,7 @@ def test_agemem_rollout_rows_cover_all_stages_and_the_forced_answer(tokenizer, t
     # 8-token stage-1 messages: the ~20-token document arrives in several pieces.
     config = tiny_config(tmp_path, graph="agemem", chunk_tokens=8, agemem_turns_per_message=1, agemem_stage_turns=8,
                          agemem_distractor_messages=1, turn_tokens=64, max_context_tokens=1900)
-    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     (rollout,) = run_rollouts(graph, [GRAPHS["agemem"].graph_input(sample)], [0])
     out = rollout.output
     chunks = out["stage_turns"]["build"]
@@ -161,9 +122,9 @@ def test_agemem_rollout_rows_cover_all_stages_and_the_forced_answer(tokenizer, t
     assert out["answer"] == "4242" and out["memory_items"] == ["a magic number"] * chunks
     # Every call is a row: one per stage-1 chunk, the distractor, the malformed answer turn, the forced answer.
     assert len(rollout.calls) == out["usage"]["llm_calls"] == chunks + 3
-    texts = [decoded(tokenizer, call.completion_ids) for call in rollout.calls]
+    texts = [decoded(tiny_tokenizer, call.completion_ids) for call in rollout.calls]
     assert texts[-2].startswith('<tool_call>\n{"name": "retrieve_memory"') and texts[-1].startswith("\\boxed{4242}")
-    assert "Stage 3 of 3" in decoded(tokenizer, rollout.calls[-2].prompt_ids)
+    assert "Stage 3 of 3" in decoded(tiny_tokenizer, rollout.calls[-2].prompt_ids)
     (rows,) = rows_by_rollout([rollout], [0.25])
     assert rows == [0.25] * (chunks + 3)
     reward = default_reward(config)
@@ -239,7 +200,7 @@ def test_agemem_trainer_rollouts_use_the_configured_limits(tiny_model_dir, tiny_
     assert {"tools/tool_calls", "tools/memory_items", "reward/task", "reward/context", "reward/memory", "reward/penalty"} <= set(logged)
 
 
-def test_langmem_rollout_rows_are_its_extraction_calls_and_its_answer(tokenizer, tmp_path):
+def test_langmem_rollout_rows_are_its_extraction_calls_and_its_answer(tiny_tokenizer, tmp_path):
     """``--graph langmem``: every LangMem extraction call and the answer call are rows of one rollout, sharing its advantage."""
     from langgraph_memagent.training.data import conversation_records
 
@@ -252,15 +213,15 @@ def test_langmem_rollout_rows_are_its_extraction_calls_and_its_answer(tokenizer,
         return f"\\boxed{{{gold}}}"
 
     config = tiny_config(tmp_path, graph="langmem", reward_metric="f1", answer_tokens=32)
-    graph = rollout_graph(scripted_policy(tokenizer, script), config, tokenizer)
+    graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     rollouts = run_rollouts(graph, [GRAPHS["langmem"].graph_input(sample)] * 2, rollout_group_ids(2, 2))
     sessions = len({turn["session"] for turn in sample["turns"]})
     for rollout in rollouts:
         out = rollout.output
         assert out["extraction_calls"] >= sessions and out["memories"] >= 1 and out["answer"] == gold
         assert len(rollout.calls) == out["usage"]["llm_calls"] == out["extraction_calls"] + 1
-        assert "<tools>" in decoded(tokenizer, rollout.calls[0].prompt_ids)
-        assert "<tools>" not in decoded(tokenizer, rollout.calls[-1].prompt_ids)
+        assert "<tools>" in decoded(tiny_tokenizer, rollout.calls[0].prompt_ids)
+        assert "<tools>" not in decoded(tiny_tokenizer, rollout.calls[-1].prompt_ids)
     advantages = [0.5, -0.5]
     for rollout, rows in zip(rollouts, rows_by_rollout(rollouts, advantages)):
         assert rows == [advantages[rollouts.index(rollout)]] * len(rollout.calls)

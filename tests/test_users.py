@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from test_nesting import DOCUMENT, QUESTION, graph_for
+from oracle import DOCUMENT, QUESTION, graph_for
 
 # What a LangGraph server puts in a run's config for a user it authenticated.
 SIGNED_IN_ALICE = {"configurable": {"langgraph_auth_user": SimpleNamespace(identity="alice", is_authenticated=True,

@@ -122,6 +122,7 @@ from typing import Any
 
 import torch
 
+from ..agents.extras import needs_extra
 from ..agents.loading import context_window, model_directory
 from ..evals.conversations import CONVERSATIONS_TASK
 from .config import ONE_GRAPH_OPTIONS, MultiConvGRPOConfig
@@ -150,8 +151,9 @@ _GRAPH_ONLY = ("reward_metric", "chunk_tokens")
 _TASK_ONLY = ("num_keys", "key_pool", "gold_position")
 
 
-def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
-    """Parse the command line into a :class:`MultiConvGRPOConfig`, applying ``--preset`` first.
+def parse_config(argv: Sequence[str] | None = None, *, prog: str | None = None) -> MultiConvGRPOConfig:
+    """Parse the command line into a :class:`MultiConvGRPOConfig`, applying ``--preset`` first
+    (``prog``: the name usage and errors give, e.g. ``memagent train``; default: the script's).
 
     >>> parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/x", "--max_steps", "2"]).max_steps
     2
@@ -167,7 +169,7 @@ def parse_config(argv: Sequence[str] | None = None) -> MultiConvGRPOConfig:
     preset = known.preset
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown --preset {preset!r}; expected one of {sorted(PRESETS)}")
-    parser = HfArgumentParser(MultiConvGRPOConfig, description=_DESCRIPTION)
+    parser = HfArgumentParser(MultiConvGRPOConfig, description=_DESCRIPTION, prog=prog)
     if preset is not None:
         defaults = PRESETS[preset]
         if known.graph not in (None, defaults.get("graph", "memagent")):
@@ -194,7 +196,8 @@ def lora_config(config: MultiConvGRPOConfig) -> Any:
     """The PEFT LoRA config of ``config`` (``None`` for full fine-tuning)."""
     if not config.use_lora:
         return None
-    from peft import LoraConfig
+    with needs_extra("train", "LoRA fine-tuning (--finetuning lora)"):
+        from peft import LoraConfig
 
     targets = config.lora_target_modules
     return LoraConfig(
@@ -212,7 +215,8 @@ def policy_to_train(model: Any, config: MultiConvGRPOConfig) -> tuple[Any, Any]:
     curriculum's next stage starts where the last one ended)."""
     if config.init_adapter is None:
         return model, lora_config(config)
-    from peft import PeftModel
+    with needs_extra("train", "--init_adapter"):
+        from peft import PeftModel
 
     return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True), None
 
@@ -245,13 +249,13 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
     return Dataset.from_list(records)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Train from the command line; returns the process exit code."""
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """Train from the command line (``memagent train`` passes ``prog``); returns the process exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
         # Everything a user can get wrong is checked before the policy loads: the config (all bad
         # fields at once, then TRL's own checks) and the training file.
-        config = parse_config(argv)
+        config = parse_config(argv, prog=prog)
         records = load_training_file(config.train_file) if config.train_file else None
         curriculum = ("search_curriculum" if config.search_curriculum else "write_curriculum" if config.write_curriculum
                       else f"agemem_sessions {config.agemem_sessions!r}" if config.agemem_sessions != "all" else None)
@@ -261,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.max_context_tokens = context_budget(config, context_window(model_directory(config.model_name_or_path)))
     except (ValueError, OSError) as error:
         for line in str(error).splitlines():
-            print(f"{_PROG}: error: {line}", file=sys.stderr)
+            print(f"{prog or _PROG}: error: {line}", file=sys.stderr)
         return 2
     model, tokenizer = load_policy(config)
     dataset = training_dataset(config, tokenizer, records)

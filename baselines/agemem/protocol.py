@@ -353,13 +353,22 @@ def build_agemem_qa_graph(
 
     Args:
         model: a chat model with ``bind_tools``.
-        store, embeddings, max_turns_per_message, max_stage_turns, turn_tokens,
-            force_answer, first_turn_tool_choice, write_mode, answer_mode, retrieve_reply: as in :func:`build_agemem_graph` (defaults chosen for the
+        store: as in :func:`build_agemem_graph`.
+        embeddings: as in :func:`build_agemem_graph`.
+        max_turns_per_message: as in :func:`build_agemem_graph`.
+        max_stage_turns: as in :func:`build_agemem_graph`.
+        turn_tokens: as in :func:`build_agemem_graph`.
+        force_answer: as in :func:`build_agemem_graph`.
+        first_turn_tool_choice: as in :func:`build_agemem_graph`.
+        write_mode: as in :func:`build_agemem_graph`.
+        answer_mode: as in :func:`build_agemem_graph`.
+        retrieve_reply: as in :func:`build_agemem_graph` (the defaults of these are chosen for the
             embedded 135M model on CPU; the AgeMem paper gives none).
         tokenizer: cuts the document into stage-1 chunks (not needed with ``turns``) and
             counts the context; default the model's own (local backends).
         chunk_tokens: tokens per stage-1 message for plain documents (default 512).
-        distractor_messages, distractor_sentences: the default stage-2 content.
+        distractor_messages: the default stage-2 content: messages.
+        distractor_sentences: the default stage-2 content: sentences per message.
         max_context_tokens: context budget (see :func:`build_agemem_graph`); default for a
             model run in this process (``LocalChatModel``, ``vllm-engine:``) its window minus
             ``turn_tokens``, at most 4096; for a served model whose window is known (its
