@@ -323,6 +323,9 @@ class BatchedGenerator:
                 for row in rows:
                     row.request.fail(error)
                 rows, batch = [], _DecodeBatch(self.device, self.max_batch_size)
+            # Before the next wait for arrivals: the last rows leaving must show, or an idle engine
+            # reports the rows of its last step until the next request comes.
+            self.active_rows = len(rows)
 
     def _stop(self, unfinished: list[_Request]) -> None:
         error = RuntimeError("the generation engine was closed (the process is exiting) before this request finished")

@@ -52,7 +52,7 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch, smollm2_codec) -> None:
     for block in hosted:
         compile(block.code, block.where, "exec")
     blocks = [block for block in blocks if block not in hosted]
-    assert len(blocks) == 7 and len(hosted) == 1, [block.where for block in blocks + hosted]
+    assert len(blocks) == 8 and len(hosted) == 1, [block.where for block in blocks + hosted]
     for block in blocks:
         _run_block(block, namespace)
 
