@@ -12,7 +12,13 @@ line that names it (:class:`~langgraph_memagent.agents.extras.MissingExtraError`
 from .agents import LocalChatModel, load_chat_model
 from .agents.extras import MissingExtraError
 from .graphs import (
+    AgeMemOptions,
+    FullContextOptions,
     GraphOptions,
+    LangMemOptions,
+    MemAgentOptions,
+    RAGOptions,
+    SumerOptions,
     MemAgentConfig,
     MemAgentMiddleware,
     build_graph,
@@ -24,7 +30,13 @@ from .graphs import (
 )
 
 __all__ = [
+    "AgeMemOptions",
+    "FullContextOptions",
     "GraphOptions",
+    "LangMemOptions",
+    "MemAgentOptions",
+    "RAGOptions",
+    "SumerOptions",
     "LocalChatModel",
     "MemAgentConfig",
     "MemAgentMiddleware",

@@ -116,7 +116,8 @@ def _tokenizer_hint(args: argparse.Namespace, error: Exception) -> str:
 
 
 def _build_graph(args: argparse.Namespace, model: Any, checkpointer: Any) -> Any:
-    from .graphs.registry import build_graph, default_graph_options
+    from .graphs.options import default_graph_options
+    from .graphs.registry import build_graph
 
     budget = {name: getattr(args, name) for name in ("chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt")}
     try:
@@ -244,7 +245,7 @@ def _report(values: dict, seconds: float, gold: list[str] | None = None) -> dict
 
 def _fill_budget(args: argparse.Namespace) -> None:
     """Budget flags left unset take the model's defaults, as ``memagent compare`` does."""
-    from .graphs.registry import default_graph_options
+    from .graphs.options import default_graph_options
 
     defaults = default_graph_options(args.model)
     for name in ("chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt"):
@@ -348,13 +349,20 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_graph_options(group: Any, names: Sequence[str] | None = None) -> None:
-    """Flags for the registry's graph options (all, or ``names``), made from their help and paper defaults."""
-    from .graphs.registry import option_flags
+def add_graph_options(target: Any, names: Sequence[str] | None = None, note: str | None = None) -> None:
+    """Flags for the graphs' options (graphs.options), made from their help and paper defaults: ``names`` added to
+    ``target`` (a parser or a group), or every option in one group per graph of the parser ``target`` (a graph's own
+    options; one several graphs share under the first), ``note`` describing the first group."""
+    from .graphs.options import graph_sections, option_flags
 
-    for flag, keywords in option_flags():
-        if names is None or flag[2:].replace("-", "_") in names:
-            group.add_argument(flag, **keywords)
+    if names is not None:
+        for spellings, keywords in option_flags(tuple(names)):
+            target.add_argument(*spellings, **keywords)
+        return
+    for index, (graph, own) in enumerate(graph_sections().items()):
+        group = target.add_argument_group(f"graph options: {graph}", note if index == 0 else None)
+        for spellings, keywords in option_flags(own):
+            group.add_argument(*spellings, **keywords)
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -439,7 +447,8 @@ def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
     run.add_argument("--flops-model", help="model for FLOP estimates: a preset (qwen2.5-7b, qwen2.5-14b, smollm2-135m) or a model dir (default: the model's own, if known)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_options(parser)
-    add_graph_options(parser.add_argument_group("graphs (defaults: the demo's budget for smollm2-135m, the papers' otherwise)"))
+    add_graph_options(parser, note="Defaults: the demo's budget for smollm2-135m, the papers' otherwise. A flag sets the option in "
+                      "every graph that reads it; the underscore spelling (--chunk_tokens) is the trainer's and works too.")
     parser.set_defaults(handler=cmd_compare)
     return parser
 
@@ -448,7 +457,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
     """A :class:`~langgraph_memagent.evals.harness.ComparisonConfig` from parsed ``memagent compare`` arguments."""
     from .evals.harness import ComparisonConfig
     from .evals.lengths import ComparisonError, parse_lengths
-    from .graphs.registry import default_graph_options
+    from .graphs.options import default_graph_options
 
     if args.data and (args.task or args.lengths):
         raise ComparisonError("--data replaces --task and --lengths: give either --data or --task/--lengths, not both")

@@ -68,7 +68,7 @@ class SentenceTransformerEmbeddings(Embeddings):
     ``embed_query`` runs on a worker thread limited to ``query_threads`` torch threads
     (1 by default; ``None`` runs it in the calling thread). A query is a few dozen word
     pieces, too small to split across cores: on 2 cores the split only added a tail
-    (p95 60 -> 39 ms idle, 292 -> 50 ms under load; ``benchmarks/bench_query_threads``).
+    (p95 60 -> 39 ms idle, 292 -> 50 ms under load; ``bench_query_threads`` of the 2026-11-23 memory-bank experiment).
     ``torch.set_num_threads`` is thread-local, so documents still use every core.
 
     Example:

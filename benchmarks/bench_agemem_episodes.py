@@ -28,7 +28,9 @@ episode starts from a memory that holds the question's evidence turns among othe
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -104,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     from langgraph_memagent.training.rollout_graphs import default_reward
     from langgraph_memagent.training.tool_use import mean_measures
 
+    output_dir = tempfile.mkdtemp(prefix="agemem-episodes-")  # the config needs one; nothing is written there
+    atexit.register(shutil.rmtree, output_dir, True)
     try:
-        config = parse_config(["--preset", "cpu-agemem", "--output_dir", tempfile.mkdtemp(prefix="agemem-episodes-"), *args.trainer_args])
+        config = parse_config(["--preset", "cpu-agemem", "--output_dir", output_dir, *args.trainer_args])
     except ValueError as error:
         parser.error(str(error))
     if config.graph != "agemem":

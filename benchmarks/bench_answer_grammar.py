@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from langgraph_memagent.evals.harness import ComparisonConfig
     from langgraph_memagent.evals.lengths import parse_lengths
-    from langgraph_memagent.graphs.registry import default_graph_options, register_graph
+    from langgraph_memagent.graphs.options import default_graph_options
+    from langgraph_memagent.graphs.registry import register_graph
 
     register_graph("memagent_free", _free_answer)
     config = ComparisonConfig(

@@ -85,7 +85,7 @@ CONFIG_KEYS = (
     "search_reply",
 )
 # AgeMem's graph options, in the settings of AgeMem runs only (earlier runs' kept files stay valid).
-AGEMEM_KEYS = ("agemem_turns_per_message", "agemem_stage_turns", "agemem_distractor_messages", "agemem_write_mode")
+AGEMEM_KEYS = ("agemem_turns_per_message", "max_turns", "agemem_distractor_messages", "agemem_write_mode")
 # Options added later, in the settings only when not at their default (earlier runs' kept files stay valid).
 LATER_KEYS = {"query_style": "free", "answer_rule": "none", "agemem_answer_mode": "free", "agemem_retrieve_reply": "scored"}
 TRAINING_KEYS = (

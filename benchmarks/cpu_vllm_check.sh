@@ -9,7 +9,7 @@
 #   benchmarks/cpu_vllm_check.sh exit [MODEL_DIR]       # does a vllm-engine: process exit by itself?
 #
 # MODEL_DIR defaults to the embedded SmolLM2-135M-Instruct (converted on first use). Results go to
-# $OUT (default /tmp/cpu_vllm). BENCHMARKS.md section 12 reports the 2026-12-01 runs.
+# $OUT (default /tmp/cpu_vllm). experiments/2026-12-01_gpu-vllm-check-2/README.md reports the 2026-12-01 runs.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 ENV=${VCPU_ENV:-/tmp/vcpuenv}

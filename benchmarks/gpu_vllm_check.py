@@ -1,7 +1,8 @@
 r"""GPU check of the vLLM paths: ``vllm serve`` (``vllm:``), the in-process engine (``vllm-engine:``), tools.
 
-Not part of ``make bench`` (it needs a CUDA GPU and vLLM). Driven by ``benchmarks/gpu_vllm_check.sh``,
-which installs vLLM and starts the server; each subcommand writes one JSON result.
+Not part of ``make bench`` (it needs vLLM). Driven on a GPU by the 2026-12-01 GPU check's
+``experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh`` and on CPU by ``benchmarks/cpu_vllm_check.sh serve``,
+which install vLLM and start the server; each subcommand writes one JSON result.
 
     # a tiny random-weight Qwen2 (SmolLM2's tokenizer), for the trainer's --use_vllm run
     python -m benchmarks.gpu_vllm_check tiny-qwen --tokenizer DIR --out /tmp/tinyqwen

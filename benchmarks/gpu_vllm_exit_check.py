@@ -1,6 +1,7 @@
 """On a GPU: does a process that used ``vllm-engine:`` exit by itself, and if not, what holds it?
 
-Run with the environment of ``gpu_vllm_check.sh`` (PYTHONPATH=/tmp/site ...)::
+Run with the environment of ``experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh`` (PYTHONPATH=/tmp/site ...)
+on a GPU, or through ``benchmarks/cpu_vllm_check.sh exit`` on CPU::
 
     python3 benchmarks/gpu_vllm_exit_check.py MODEL_DIR plain      # one call, then a normal exit
     python3 benchmarks/gpu_vllm_exit_check.py MODEL_DIR shutdown   # the same, shutting vLLM's engine core down first

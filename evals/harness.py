@@ -46,7 +46,8 @@ from langchain_core.outputs import LLMResult
 
 from ..agents.atomic_files import write_atomic
 from ..agents.loading import EMBEDDED_MODELS, context_window
-from ..graphs.registry import GRAPHS, GraphOptions, build_graph, default_graph_options
+from ..graphs.options import GraphOptions, default_graph_options
+from ..graphs.registry import GRAPHS, build_graph
 from .lengths import ComparisonError, format_tokens
 from .report import ComparisonResult, resolve_flops_model, write_report
 from .results import MANIFEST_FILE, RESULTS_FILE, ResultsWriter, read_results, result_key

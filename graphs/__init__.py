@@ -5,12 +5,30 @@ from ..agents.calls import ModelCallError, TokenUsage
 from .in_agents import MemAgentMiddleware, create_memagent_tool
 from .in_deepagents import create_memagent_subagent
 from .memagent import MemAgentConfig, MemAgentGraph, MemAgentInput, MemAgentOutput, build_memagent_graph
-from .registry import GRAPHS, GraphOptions, build_graph, default_graph_options, register_graph
+from .options import (
+    AgeMemOptions,
+    AnswerOptions,
+    FullContextOptions,
+    GraphOptions,
+    LangMemOptions,
+    MemAgentOptions,
+    RAGOptions,
+    SumerOptions,
+    default_graph_options,
+)
+from .registry import GRAPHS, build_graph, register_graph
 
 
 __all__ = [
     "GRAPHS",
+    "AgeMemOptions",
+    "AnswerOptions",
+    "FullContextOptions",
     "GraphOptions",
+    "LangMemOptions",
+    "MemAgentOptions",
+    "RAGOptions",
+    "SumerOptions",
     "MemAgentConfig",
     "MemAgentGraph",
     "MemAgentMiddleware",

@@ -51,7 +51,8 @@ from ..agents.extras import needs_extra
 from ..agents.loading import EMBEDDED_MODELS, load_chat_model, model_directory
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
 from .memagent import MemAgentConfig, MemAgentGraph
-from .registry import GraphOptions, build_graph
+from .options import GraphOptions
+from .registry import build_graph
 
 
 DEFAULT_MODEL = "smollm2-135m"

@@ -133,7 +133,7 @@ def release_engines():
 EMBEDDED_FIXTURES = {"embedded_model_dir", "greedy_model"}
 TOKENIZER_ONLY_FIXTURES = {"smollm2_codec", "tiny_model_dir", "tiny_dataset", "tiny_tokenizer", "tokenizer"}
 # Fixtures that start a real server process (tests starting one in their body carry the mark by hand).
-SERVER_FIXTURES = {"server_url", "served_model"}
+SERVER_FIXTURES = {"server_url", "tiny_server_url", "served_model"}
 
 # Tests measured over ~20 s of pytest on the 2-core CI machine (make test --durations), by node id
 # prefix. The run's --durations list is where to look when adding one.

@@ -16,6 +16,19 @@ LOCOMO_FILE = DATA_DIR / "locomo_conv30.json"
 AGEMEM_FORCED = "Answer the question now from what you know"  # AgeMem's FORCE_ANSWER_PROMPT
 
 
+def _byte_codec():
+    import tiktoken
+
+    from langgraph_memagent.agents.tokenizers import TiktokenCodec
+
+    return TiktokenCodec(
+        tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
+    )
+
+
+BYTES = _byte_codec()  # one token per byte, offline: exact counts for scripted-model tests
+
+
 def tiny_config(tmp_path, **overrides):
     """A one-step GRPO configuration for the tiny Llama of the ``tiny_model_dir`` fixture."""
     from langgraph_memagent.training.config import MultiConvGRPOConfig
@@ -23,7 +36,6 @@ def tiny_config(tmp_path, **overrides):
     settings = dict(
         output_dir=str(tmp_path / "run"),
         chunk_tokens=64,
-        memory_tokens=4,
         answer_tokens=4,
         num_generations=2,
         per_device_train_batch_size=4,
@@ -38,6 +50,8 @@ def tiny_config(tmp_path, **overrides):
         reward_curve=False,
         seed=0,
     )
+    if overrides.get("graph", "memagent") == "memagent":
+        settings["memory_tokens"] = 4  # MemAgent's alone: the trainer refuses another graph's options
     settings.update(overrides)
     return MultiConvGRPOConfig(**settings)
 

@@ -410,7 +410,8 @@ def test_embedded_model_with_a_required_first_turn_calls_a_tool_after_every_mess
     from dataclasses import replace
 
     from langgraph_memagent.evals.loaders import load_locomo
-    from langgraph_memagent.graphs.registry import build_graph, default_graph_options, question_input
+    from langgraph_memagent.graphs.options import default_graph_options
+    from langgraph_memagent.graphs.registry import build_graph, question_input
 
     sample = load_locomo(str(LOCOMO_FILE))[0]
     inputs = question_input(sample)

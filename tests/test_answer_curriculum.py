@@ -29,7 +29,7 @@ def test_a_given_memory_holds_every_evidence_turn_among_other_turns_drawn_anew_p
 
 def test_answering_curriculum_rollouts_skip_stage_one_and_are_scored_by_agemems_composite(tiny_model_dir, tmp_path):
     rows = conversation_records(2, seed=4)
-    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", turn_tokens=64, agemem_turns_per_message=1, agemem_stage_turns=4,
+    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", turn_tokens=64, agemem_turns_per_message=1, max_turns=4,
                          agemem_distractor_messages=1, agemem_write_mode="line", agemem_sessions="given-memory",
                          task="conversations", max_context_tokens=512, per_device_train_batch_size=2)  # one group of two: the loss pass is most of the time
     trainer, rollouts = trained_recording_rollouts(tiny_model_dir, rows, config)

@@ -4,11 +4,10 @@ and one end-to-end run of each graph on the real embedded SmolLM2."""
 import re
 
 import pytest
-import tiktoken
 from langchain_core.embeddings import Embeddings
 from scripted_model import ScriptedChatModel
 
-from langgraph_memagent.agents.tokenizers import TiktokenCodec, encode_long
+from langgraph_memagent.agents.tokenizers import encode_long
 from langgraph_memagent.baselines import (
     ContextOverflowError,
     EmbeddingModelError,
@@ -23,10 +22,8 @@ from langgraph_memagent.baselines.full_context import FULL_CONTEXT_TEMPLATES, ch
 from langgraph_memagent.baselines.rag import PASSAGE_GAP
 from langgraph_memagent.evals.ruler import niah_single_1
 from langgraph_memagent.evals.scoring import score
+from helpers import BYTES
 
-BYTES = TiktokenCodec(
-    tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
-)
 QUESTION = "Which sentence number is the last one?"
 # 400 numbered sentences: any kept token range is identifiable by its sentence numbers.
 NUMBERED = " ".join(f"Sentence {i:03d} is here." for i in range(400))

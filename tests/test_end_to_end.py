@@ -13,8 +13,11 @@ from langgraph_memagent.evals.ruler import niah_single_1
 from langgraph_memagent.evals.scoring import score
 
 # Seeds whose ~3K-token haystacks the 135M model answers under greedy decoding
-# (measured: 5 of seeds 0-5; seed 0's needle at depth 4% sends it into a loop).
-SEEDS = (1, 2)
+# (measured: 5 of seeds 0-5; seed 0's needle at depth 4% sends it into a loop). The single-document
+# tests (in process, served, async served) all read seed 1: its memory updates are short (94 output
+# tokens in all, against 294 for seed 2), and the async served test, on seed 2 until now, took 185 s
+# where the sync one took 59 s on seed 1. Seed 2 is still read, in the batch below.
+SEED = 1
 # A padded batch's float32 sums differ slightly from a lone request's, which can flip a
 # near-tie greedy token: seed 1 once lost its needle in a batched run of the full suite
 # (fresh clone, 2026-11-24) though it never did alone. Seeds 2 and 3 held it alone and in
@@ -40,7 +43,7 @@ def _assert_found(sample, result):
 @pytest.mark.embedded
 def test_embedded_model_finds_the_needle(greedy_model, smollm2_codec):
     graph = build_memagent_graph(greedy_model, **BUDGET)
-    sample = _sample(smollm2_codec, SEEDS[0])
+    sample = _sample(smollm2_codec, SEED)
     _assert_found(sample, graph.invoke({"question": sample.question, "document": sample.document}))
 
 
@@ -70,7 +73,7 @@ def served_model(embedded_model_dir):
 def test_memagent_through_an_openai_compatible_server(served_model, embedded_model_dir, smollm2_codec):
     model = load_chat_model(f"vllm:{embedded_model_dir}", base_url=served_model, temperature=0, max_retries=1, timeout=REQUEST_TIMEOUT_S)
     graph = build_memagent_graph(model, tokenizer=str(embedded_model_dir), **BUDGET)
-    sample = _sample(smollm2_codec, SEEDS[0])
+    sample = _sample(smollm2_codec, SEED)
     result = graph.invoke({"question": sample.question, "document": sample.document})
     _assert_found(sample, result)
     assert result["usage"]["llm_calls"] == 4 and result["usage"]["input_tokens"] > 3000
@@ -80,7 +83,7 @@ def test_memagent_through_an_openai_compatible_server(served_model, embedded_mod
 async def test_memagent_async_through_the_server(served_model, embedded_model_dir, smollm2_codec):
     model = load_chat_model(f"vllm:{embedded_model_dir}", base_url=served_model, temperature=0, max_retries=1, timeout=REQUEST_TIMEOUT_S)
     graph = build_memagent_graph(model, tokenizer=str(embedded_model_dir), **BUDGET)
-    sample = _sample(smollm2_codec, SEEDS[1])
+    sample = _sample(smollm2_codec, SEED)
     _assert_found(sample, await graph.ainvoke({"question": sample.question, "document": sample.document}))
 
 

@@ -16,22 +16,18 @@ import threading
 import time
 
 import pytest
-import tiktoken
 from scripted_model import ScriptedChatModel, ScriptedToolModel, memory, section
 
-from langgraph_memagent.agents.tokenizers import TiktokenCodec
 from langgraph_memagent.cli import main
 from langgraph_memagent.evals import harness
 from langgraph_memagent.evals.harness import BackendUnavailable, UsageRecorder, ComparisonConfig, run_comparison
 from langgraph_memagent.evals.lengths import ComparisonError, parse_length
 from langgraph_memagent.evals.report import write_report
 from langgraph_memagent.evals.results import RESULTS_FILE, read_results
-from langgraph_memagent.graphs.registry import GRAPHS, GraphOptions, register_graph
-from helpers import LOCOMO_FILE
+from langgraph_memagent.graphs.options import GraphOptions
+from langgraph_memagent.graphs.registry import GRAPHS, register_graph
+from helpers import BYTES, LOCOMO_FILE
 
-BYTES = TiktokenCodec(
-    tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
-)
 SMALL = GraphOptions(chunk_tokens=300, memory_tokens=64, answer_tokens=16)
 
 
@@ -591,8 +587,8 @@ def test_locomo_tool_use_table_counts_calls_evidence_searches_and_extractions():
     assert (table["langmem"]["extraction_calls"], table["langmem"]["memories"], table["langmem"]["llm_calls"]) == (19, 30, 4.0)
 
 
-def test_prefill_weights_sign_test_matches_hand_computed_binomial_tails():
-    from langgraph_memagent.benchmarks.bench_prefill_weights import sign_test
+def test_sign_test_matches_hand_computed_binomial_tails():
+    from langgraph_memagent.evals.stats import sign_test
 
     # Two-sided exact: 2 x P(X <= min) for X ~ Binomial(pairs, 1/2), capped at 1.
     assert sign_test(0, 2) == 2 * (1 / 4)
@@ -609,20 +605,6 @@ def test_prefix_cache_benchmark_pairs_each_mode_by_round():
     from benchmarks import bench_prefix_cache
 
     assert doctest.testmod(bench_prefix_cache).failed == 0
-
-
-def test_revisions_benchmark_pairs_rounds_and_refuses_an_unknown_revision(capsys):
-    """bench_revisions' summary against a hand-computed one (its doctest), and one clear line for a
-    --before that names no commit (before any worktree or model is made)."""
-    import doctest
-
-    from benchmarks import bench_revisions
-
-    assert doctest.testmod(bench_revisions).failed == 0
-    with pytest.raises(SystemExit) as stopped:
-        bench_revisions.main(["--before", "no-such-revision"])
-    assert stopped.value.code == 2
-    assert "--before 'no-such-revision' is not a commit of" in capsys.readouterr().err
 
 
 def test_a_line_torn_inside_a_utf8_character_is_dropped_on_resume(tmp_path, capsys) -> None:

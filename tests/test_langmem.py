@@ -75,7 +75,7 @@ def test_compare_runs_langmem_end_to_end_on_locomo(tmp_path, greedy_model):
     """``memagent compare --graphs langmem`` on a LoCoMo file (conv-30 cut to the first turns of its first two sessions)."""
     from langgraph_memagent.evals.harness import ComparisonConfig, run_comparison
     from langgraph_memagent.evals.results import read_results
-    from langgraph_memagent.graphs.registry import default_graph_options
+    from langgraph_memagent.graphs.options import default_graph_options
 
     data = json.loads(LOCOMO_FILE.read_text())
     data = {key: value for key, value in data.items() if int((re.search(r"session_(\d+)", key) or [0, 0])[1]) <= 2}

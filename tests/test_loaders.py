@@ -4,9 +4,7 @@ import json
 import re
 
 import pytest
-import tiktoken
 
-from langgraph_memagent.agents.tokenizers import TiktokenCodec
 from langgraph_memagent.evals import (
     generate_task,
     load_hotpotqa,
@@ -20,11 +18,8 @@ from langgraph_memagent.evals import (
 )
 from langgraph_memagent.evals.loaders import DataFileError, load_memagent_train_parquet
 from langgraph_memagent.evals.ruler import render_ruler_input
-from helpers import LOCOMO_FILE
+from helpers import BYTES, LOCOMO_FILE
 
-BYTES = TiktokenCodec(
-    tiktoken.Encoding("bytes", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={})
-)
 ROUND_TRIP_TASKS = ["niah_single_1", "niah_multikey_3", "niah_multiquery", "vt", "fwe", "qa"]
 
 

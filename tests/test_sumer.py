@@ -134,7 +134,7 @@ def test_tools_offered_to_the_model():
 
 
 def test_hits_without_neighbours_and_the_model_is_told_so():
-    from langgraph_memagent.graphs.registry import GraphOptions, build_graph
+    from langgraph_memagent.graphs import GraphOptions, build_graph
 
     model = ScriptedToolModel(responder=cat_finder)
     graph = build_graph("sumer", model, GraphOptions(search_context=0), None)  # the trainer's and CLI's path
@@ -260,7 +260,7 @@ def test_a_plain_search_reply_leaves_the_query_out(reply):
 
 @pytest.mark.parametrize(("call", "rule"), [("submit", "none"), ("submit", "yes-no"), ("text", "yes-no")])
 def test_the_yes_no_rule_reaches_the_forced_answer_prompt_only(call, rule):
-    from langgraph_memagent.graphs.registry import GraphOptions, build_graph
+    from langgraph_memagent.graphs import GraphOptions, build_graph
 
     def search_then_answer(messages, tools):
         if len(tools) == 1:
@@ -287,7 +287,7 @@ def test_the_yes_no_rule_reaches_the_forced_answer_prompt_only(call, rule):
 
 @pytest.mark.parametrize("style", ["free", "question"])
 def test_query_style_question_asks_for_the_questions_words_in_the_rules_and_the_schema(style):
-    from langgraph_memagent.graphs.registry import GraphOptions, build_graph
+    from langgraph_memagent.graphs import GraphOptions, build_graph
 
     tools_seen = []
 
@@ -596,7 +596,8 @@ def test_embedded_smollm2_with_a_required_tool_choice_searches_with_valid_calls(
     from dataclasses import replace
 
     from langgraph_memagent.evals.harness import evidence_searches
-    from langgraph_memagent.graphs.registry import build_graph, default_graph_options, question_input
+    from langgraph_memagent.graphs.options import default_graph_options
+    from langgraph_memagent.graphs.registry import build_graph, question_input
 
     sample = load_locomo(str(LOCOMO_FILE))[0]
     options = replace(default_graph_options("smollm2-135m"), max_turns=3)

@@ -182,7 +182,7 @@ def test_agemem_measures_and_reward_read_the_rows_evidence_turns(tiny_tokenizer,
                     '<tool_call>\n{"name": "update_memory", "arguments": {"memory_id": "m99", "content": "x"}}\n</tool_call>')
         return "Noted."
 
-    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", agemem_turns_per_message=1, agemem_stage_turns=40,
+    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", agemem_turns_per_message=1, max_turns=40,
                          agemem_distractor_messages=1, turn_tokens=96, max_context_tokens=8000)
     graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     (rollout,) = run_rollouts(graph, [GRAPHS["agemem"].graph_input(record)], rollout_group_ids(1, 1))
@@ -242,7 +242,7 @@ def test_agemem_writing_curriculum_gives_stage_one_the_evidence_sessions_alone(t
             return f'<tool_call>\n{{"name": "add_memory", "arguments": {{"content": {json.dumps(evidence_turn["text"])}}}}}\n</tool_call>'
         return "Noted."
 
-    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", agemem_turns_per_message=1, agemem_stage_turns=40,
+    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", agemem_turns_per_message=1, max_turns=40,
                          agemem_distractor_messages=0, turn_tokens=96, max_context_tokens=8000, agemem_sessions="evidence")
     graph_input = default_graph_input(config)
     given = graph_input(record)
@@ -616,7 +616,7 @@ def test_write_curriculum_rollouts_are_stage_one_alone_scored_by_the_evidence_th
     from langgraph_memagent.training.agemem_reward import evidence_held
 
     rows = conversation_records(2, seed=4)
-    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", turn_tokens=128, agemem_turns_per_message=1, agemem_stage_turns=8,
+    config = tiny_config(tmp_path, graph="agemem", reward_metric="f1", turn_tokens=128, agemem_turns_per_message=1, max_turns=8,
                          agemem_distractor_messages=1, tool_choice="required", agemem_write_mode="line",
                          agemem_sessions="evidence-shuffled", write_curriculum=True, task="conversations",
                          per_device_train_batch_size=2)  # one group of two: the loss pass is most of the time

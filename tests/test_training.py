@@ -66,25 +66,13 @@ def test_every_call_is_a_row_with_its_rollouts_advantage_and_own_mask():
     rows = rollout_rows(rollouts, [0.5, -0.5])
     assert rows.advantages == [0.5, 0.5, 0.5, -0.5]
     assert rows.rollout_index == [0, 0, 0, 1]
+    assert rows.token_weights == [1.0, 1.0, 1.0, 1.0]  # the token mean, the default
     batch = rows_to_tensors(rows, pad_token_id=0)
     assert batch["completion_mask"].sum(dim=1).tolist() == [3, 1, 2, 2]  # each row keeps its own length
     assert batch["prompt_mask"].sum(dim=1).tolist() == [3, 3, 3, 3]
     # Per-rollout mean: rollout 0 has 6 tokens, rollout 1 has 2; 8 tokens, 2 rollouts.
     weighted = rollout_rows(rollouts, [0.5, -0.5], loss_aggregation="rollout")
     assert weighted.token_weights == pytest.approx([8 / 12, 8 / 12, 8 / 12, 8 / 4])
-
-
-def test_each_rollouts_share_of_the_update_under_both_loss_aggregations():
-    from benchmarks.bench_loss_aggregation import rollout_shares
-
-    # Rollout 0: 6 completion tokens, advantage 0.5; rollout 1: 2 tokens, advantage -1.5.
-    rollouts = [rollout(0, 0, [2, 3, 1], 1.0), rollout(1, 0, [1, 1], 0.0)]
-    token = rollout_shares(rollouts, [0.5, -1.5], "token")
-    assert token["weight"] == pytest.approx([6 / 8, 2 / 8])
-    assert token["advantage_weighted"] == pytest.approx([3 / 6, 3 / 6])  # 0.5 x 6 against 1.5 x 2
-    per_rollout = rollout_shares(rollouts, [0.5, -1.5], "rollout")
-    assert per_rollout["weight"] == pytest.approx([0.5, 0.5])
-    assert per_rollout["advantage_weighted"] == pytest.approx([0.25, 0.75])
 
 
 def test_padding_keeps_every_row_through_trls_split():

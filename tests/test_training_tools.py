@@ -111,7 +111,7 @@ def test_agemem_rollout_rows_cover_all_stages_and_the_forced_answer(tiny_tokeniz
         return '<tool_call>\n{"name": "retrieve_memory", "arguments": {"query": </tool_call>'
 
     # 8-token stage-1 messages: the ~20-token document arrives in several pieces.
-    config = tiny_config(tmp_path, graph="agemem", chunk_tokens=8, agemem_turns_per_message=1, agemem_stage_turns=8,
+    config = tiny_config(tmp_path, graph="agemem", chunk_tokens=8, agemem_turns_per_message=1, max_turns=8,
                          agemem_distractor_messages=1, turn_tokens=64, max_context_tokens=1900)
     graph = rollout_graph(scripted_policy(tiny_tokenizer, script), config, tiny_tokenizer)
     (rollout,) = run_rollouts(graph, [GRAPHS["agemem"].graph_input(sample)], [0])
@@ -185,7 +185,7 @@ def test_agemem_trainer_rollouts_use_the_configured_limits(tiny_model_dir, tiny_
     # One group of two rollouts per step: the step only has to log, and its loss pass over the
     # vocabulary (TRL's chunked log-probs) is most of this test's time.
     config = tiny_config(tmp_path, graph="agemem", reward_metric=None, turn_tokens=8, agemem_turns_per_message=1,
-                         agemem_stage_turns=4, agemem_distractor_messages=1, per_device_train_batch_size=2)
+                         max_turns=4, agemem_distractor_messages=1, per_device_train_batch_size=2)
     trainer = make_trainer(tiny_model_dir, tiny_dataset, config)
     assert config.max_context_tokens == 2048 - 8 and config.agemem_turn_limit == 4
     reward = trainer.rollout_reward
@@ -274,7 +274,7 @@ def test_graph_defaults_command_line_and_help(capsys):
     with pytest.raises(SystemExit):
         parse_config(["--help"])
     shown = capsys.readouterr().out
-    for option in ("--judge_model", "--max_turns", "--turn_tokens", "--max_context_tokens", "--agemem_stage_turns"):
+    for option in ("--judge_model", "--max_turns", "--turn_tokens", "--max_context_tokens"):
         assert option in shown, option
     assert "sumer 0.28 (SUMER paper: clip-high 0.28)" in " ".join(shown.split())
 
@@ -283,14 +283,15 @@ def test_an_option_of_another_graph_is_refused_in_one_line():
     # Before, --agemem_retrieve_reply best with --graph sumer was taken and changed nothing.
     with pytest.raises(ValueError, match="search_reply is an option of graph 'sumer' and does nothing with graph 'agemem', got 'plain': drop it"):
         parse_config(["--preset", "cpu-agemem", "--output_dir", "/tmp/x", "--search_reply", "plain"])
-    with pytest.raises(ValueError, match="agemem_stage_turns is an option of graph 'agemem' and does nothing with graph 'memagent', got 8"):
-        MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, agemem_stage_turns=8)
+    with pytest.raises(ValueError, match="max_turns is an option of graphs 'sumer', 'agemem' and does nothing with graph 'memagent', got 8"):
+        MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, max_turns=8)
     # An option at its default passes with any graph; AgeMem's turn limit is filled in for AgeMem alone.
     sumer = parse_config(["--preset", "cpu-sumer", "--output_dir", "/tmp/x", "--agemem_retrieve_reply", "scored"])
     assert (sumer.agemem_retrieve_reply, sumer.agemem_turn_limit) == ("scored", None)
-    # A preset's own graph options stay with its graph when --graph names another.
+    # A preset's own graph options stay with its graph when --graph names another; the options both graphs
+    # read (turns, the tool choice) carry over.
     switched = parse_config(["--preset", "cpu-agemem", "--graph", "sumer", "--reward_metric", "f1", "--output_dir", "/tmp/x"])
-    assert (switched.graph, switched.agemem_stage_turns, switched.tool_choice) == ("sumer", 32, "required")
+    assert (switched.graph, switched.max_turns, switched.tool_choice, switched.agemem_turns_per_message) == ("sumer", 12, "required", 2)
 
 
 def test_training_file_keeps_conversation_turns(tmp_path):

@@ -12,7 +12,8 @@ from trl import GRPOConfig
 from ..evals.conversations import CONVERSATIONS_TASK, WORDINGS
 from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
-from ..graphs.registry import GRAPHS, GraphOptions, graph_option
+from ..graphs.options import GraphOptions, graph_option
+from ..graphs.registry import GRAPHS
 from .data import parse_category_shares
 from .reading import parse_reading_memory
 from .writing import AGEMEM_SESSIONS
@@ -33,12 +34,57 @@ RECIPE_SETTINGS = ("num_generations", "beta", "epsilon_high", "scale_rewards")
 # TRL loss types that divide a sum over tokens by a count fixed for the whole batch: the sum of
 # a batch's parts' losses is the batch's loss, so max_tokens_per_forward leaves it unchanged.
 SUMMED_LOSSES = ("dapo", "cispo", "vespo")
-# Options one graph alone reads: set for another graph they would change nothing, so they are refused.
-ONE_GRAPH_OPTIONS = {
-    "sumer": ("max_turns", "max_parallel_calls", "search_context", "search_reply", "query_style", "answer_rule", "forced_answer_call"),
-    "agemem": (
-        "agemem_turns_per_message", "agemem_stage_turns", "agemem_distractor_messages", "agemem_write_mode",
-        "agemem_answer_mode", "agemem_retrieve_reply", "agemem_turn_limit", "agemem_task_weight",
+# The trainer's own options of one graph, beside the fields of its options class (graphs.options).
+TRAINER_GRAPH_OPTIONS = {"agemem": ("agemem_turn_limit", "agemem_task_weight")}
+# The trainer's chunk_tokens is every graph's document piece (MemAgent's chunk, SUMER's and AgeMem's stored piece).
+_EVERY_GRAPH = ("chunk_tokens",)
+
+
+def other_graph_options(graph: str) -> tuple[str, ...]:
+    """Trainer fields that other graphs read and ``graph`` does not: set for ``graph`` they would
+    change nothing, so they are refused (and a preset made for another graph drops them).
+
+    >>> "search_reply" in other_graph_options("agemem"), "max_turns" in other_graph_options("memagent")
+    (True, True)
+    >>> "max_turns" in other_graph_options("agemem")
+    False
+    """
+    trainer = MultiConvGRPOConfig.__dataclass_fields__
+    graph_fields = {name for name in GraphOptions.__dataclass_fields__ if name in trainer} - set(_EVERY_GRAPH)
+    graph_fields |= {name for names in TRAINER_GRAPH_OPTIONS.values() for name in names}
+    own = set(GRAPHS[graph].options.__dataclass_fields__) | set(TRAINER_GRAPH_OPTIONS.get(graph, ())) if graph in GRAPHS else set()
+    return tuple(sorted(graph_fields - own))
+
+
+# The trainer's --help, by section: these fields in this order, then TRL's own (GRPOConfig and
+# transformers' TrainingArguments). The last section holds what only the experiments needed.
+TRL_SECTION = "TRL (GRPOConfig and transformers' TrainingArguments)"
+HELP_SECTIONS: dict[str, tuple[str, ...]] = {
+    "recipe (TRL fields whose defaults change: each graph's paper)": (
+        "beta", "scale_rewards", "num_generations", "epsilon", "epsilon_high", "use_bias_correction_kl", "lr_scheduler_type",
+        "warmup_steps", "logging_steps", "bf16", "max_completion_length", "per_device_train_batch_size",
+        "gradient_checkpointing", "activation_checkpointing",
+    ),
+    "model": ("model_name_or_path", "finetuning", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "init_adapter"),
+    "graph (the options of `memagent compare`, same names)": (
+        "graph", "chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt", "turn_tokens", "max_context_tokens", "max_turns",
+        "max_parallel_calls", "search_context", "agemem_turns_per_message", "agemem_distractor_messages", "embeddings_model",
+        "tool_choice",
+    ),
+    "rollouts": (
+        "rollout_concurrency", "generation_max_batch_size", "max_tokens_per_forward", "pack_prefixes", "old_logps", "stop_after_steps",
+    ),
+    "objective": (
+        "reward_metric", "judge_model", "judge_base_url", "judge_max_tokens", "loss_aggregation", "dynamic_sampling_rounds",
+        "agemem_turn_limit",
+    ),
+    "data": ("train_file", "task", "num_train_samples", "target_tokens", "num_keys", "data_seed"),
+    "outputs": ("reward_curve", "preset"),
+    "curricula and small-model aids (ours, opt-in: the experiments used them; the papers' recipes need none)": (
+        "sumer_require_submit", "evidence_reward_weight", "reading_memory", "search_curriculum", "write_curriculum",
+        "agemem_sessions", "agemem_task_weight", "category_shares", "conversation_wording", "key_pool", "gold_position",
+        "search_reply", "query_style", "answer_rule", "forced_answer_call", "agemem_write_mode", "agemem_answer_mode",
+        "agemem_retrieve_reply",
     ),
 }
 
@@ -164,14 +210,13 @@ class MultiConvGRPOConfig(GRPOConfig):
             "at most 4096, its graph's default for local models). A budget that leaves no room for the turn is refused."
         },
     )
-    max_turns: int = field(default=20, metadata={"help": "SUMER: assistant turns per episode (SUMER paper: 20)."})
+    max_turns: int | None = _per_graph("max_turns", "SUMER: assistant turns per episode; AgeMem: per stage.")
     max_parallel_calls: int = graph_option("max_parallel_calls")
     search_context: int | None = graph_option("search_context")
     search_reply: str = graph_option("search_reply")
     answer_rule: str = graph_option("answer_rule")
     query_style: str = graph_option("query_style")
     agemem_turns_per_message: int = graph_option("agemem_turns_per_message")
-    agemem_stage_turns: int = field(default=32, metadata={"help": "AgeMem: assistant turns per stage (graph default 32)."})
     agemem_distractor_messages: int = graph_option("agemem_distractor_messages")
     agemem_write_mode: str = graph_option("agemem_write_mode")
     agemem_answer_mode: str = graph_option("agemem_answer_mode")
@@ -180,7 +225,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "AgeMem reward: assistant turns over all three stages above which the turn penalty applies; "
-            "default agemem_stage_turns (ours: the AgeMem paper's limit is not available)."
+            "default max_turns (ours: the AgeMem paper's limit is not available)."
         },
     )
     agemem_task_weight: float = field(
@@ -357,7 +402,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             if getattr(self, name) is None:
                 setattr(self, name, default.value)
         if self.agemem_turn_limit is None and self.graph == "agemem":
-            self.agemem_turn_limit = self.agemem_stage_turns
+            self.agemem_turn_limit = self.max_turns
         if self.max_completion_length is None:
             limits = {
                 "memagent": (self.memory_tokens, self.answer_tokens),
@@ -423,13 +468,19 @@ class MultiConvGRPOConfig(GRPOConfig):
         return problems
 
     def _other_graph_problems(self) -> list[str]:
-        """Options of another graph than ``graph`` set away from their defaults, one line each."""
+        """Options of other graphs than ``graph`` set away from their defaults, one line each."""
+        if self.graph not in GRAPHS:
+            return []  # _choice_problems names the graph
         fields = self.__dataclass_fields__
-        return [
-            f"{name} is an option of graph {owner!r} and does nothing with graph {self.graph!r}, got {getattr(self, name)!r}: drop it"
-            for owner, names in ONE_GRAPH_OPTIONS.items() if owner != self.graph
-            for name in names if getattr(self, name) != fields[name].default
-        ]
+        problems = []
+        for name in other_graph_options(self.graph):
+            if getattr(self, name) != fields[name].default:
+                owners = [graph for graph in GRAPHS if name not in other_graph_options(graph)]
+                problems.append(
+                    f"{name} is an option of graph{'s' * (len(owners) > 1)} {', '.join(map(repr, owners))} and does nothing "
+                    f"with graph {self.graph!r}, got {getattr(self, name)!r}: drop it"
+                )
+        return problems
 
     def _range_problems(self) -> list[str]:
         """Numbers outside their range, one line each."""
@@ -442,7 +493,7 @@ class MultiConvGRPOConfig(GRPOConfig):
             problems.append(f"learning_rate must be > 0, got {self.learning_rate!r}")
         positive = (
             "chunk_tokens", "memory_tokens", "answer_tokens", "turn_tokens", "max_context_tokens", "max_turns",
-            "max_parallel_calls", "agemem_turns_per_message", "agemem_stage_turns", "agemem_turn_limit",
+            "max_parallel_calls", "agemem_turns_per_message", "agemem_turn_limit",
             "judge_max_tokens", "generation_max_batch_size", "num_train_samples", "target_tokens", "num_keys",
             "per_device_train_batch_size", "max_tokens_per_forward",
         )

@@ -115,8 +115,10 @@ if __name__ == "__main__" and not __package__:
     raise SystemExit(_installed_main())
 
 import argparse
+import dataclasses
 import logging
 import sys
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -125,7 +127,8 @@ import torch
 from ..agents.extras import needs_extra
 from ..agents.loading import context_window, model_directory
 from ..evals.conversations import CONVERSATIONS_TASK
-from .config import ONE_GRAPH_OPTIONS, MultiConvGRPOConfig
+from ..graphs.registry import GRAPHS
+from .config import HELP_SECTIONS, TRL_SECTION, MultiConvGRPOConfig, other_graph_options
 from .data import conversation_records, generate_samples, load_training_file, parse_category_shares
 from .presets import PRESETS
 from .rollout_graphs import context_budget
@@ -141,14 +144,33 @@ _DESCRIPTION = (
     "Multi-conversation GRPO (MemAgent's Multi-Conv DAPO) on TRL. Presets: "
     + "; ".join(f"--preset {name}" for name in PRESETS)
     + ". Options given after a preset override it. With another --graph than the preset's, its reward_metric, "
-    "chunk_tokens and the options of its own graph are not applied (each graph has its own defaults); with another "
-    "--task, its num_keys is not applied."
+    "chunk_tokens and the options that graph does not read are not applied (each graph has its own defaults); with "
+    "another --task, its num_keys is not applied. Every option is also spelled with dashes (--chunk-tokens), as in "
+    "memagent compare."
 )
 _PROG = "grpo_multiconv"
-# Preset values that only mean something for the preset's graph, beside that graph's ONE_GRAPH_OPTIONS: its reward and piece size.
+# Preset values that only mean something for the preset's graph, beside the options other graphs do not read: its reward and piece size.
 _GRAPH_ONLY = ("reward_metric", "chunk_tokens")
 # Preset values that only mean something for the preset's own task (dropped with --task).
 _TASK_ONLY = ("num_keys", "key_pool", "gold_position")
+
+
+def _sectioned_parser(**keywords: Any) -> Any:
+    """transformers' ``HfArgumentParser`` for :class:`MultiConvGRPOConfig`, its ``--help`` in the
+    sections of ``HELP_SECTIONS`` (ours first, the experiments' curricula marked, TRL's last)."""
+    from transformers import HfArgumentParser
+
+    class SectionedParser(HfArgumentParser):
+        def _add_dataclass_arguments(self, dtype: Any) -> None:
+            hints = typing.get_type_hints(dtype)
+            groups = {title: self.add_argument_group(title) for title in (*HELP_SECTIONS, TRL_SECTION)}
+            section = {name: title for title, names in HELP_SECTIONS.items() for name in names}
+            for spec in dataclasses.fields(dtype):
+                if spec.init:
+                    spec.type = hints[spec.name]  # as HfArgumentParser does: its field parser reads resolved types
+                    self._parse_dataclass_field(groups[section.get(spec.name, TRL_SECTION)], spec)
+
+    return SectionedParser(MultiConvGRPOConfig, **keywords)
 
 
 def parse_config(argv: Sequence[str] | None = None, *, prog: str | None = None) -> MultiConvGRPOConfig:
@@ -158,8 +180,6 @@ def parse_config(argv: Sequence[str] | None = None, *, prog: str | None = None) 
     >>> parse_config(["--preset", "cpu-smoke", "--output_dir", "/tmp/x", "--max_steps", "2"]).max_steps
     2
     """
-    from transformers import HfArgumentParser
-
     argv = list(sys.argv[1:] if argv is None else argv)
     early = argparse.ArgumentParser(add_help=False)
     early.add_argument("--preset", default=None)
@@ -169,12 +189,12 @@ def parse_config(argv: Sequence[str] | None = None, *, prog: str | None = None) 
     preset = known.preset
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown --preset {preset!r}; expected one of {sorted(PRESETS)}")
-    parser = HfArgumentParser(MultiConvGRPOConfig, description=_DESCRIPTION, prog=prog)
+    parser = _sectioned_parser(description=_DESCRIPTION, prog=prog)
     if preset is not None:
         defaults = PRESETS[preset]
         if known.graph not in (None, defaults.get("graph", "memagent")):
-            own_graph = ONE_GRAPH_OPTIONS.get(defaults.get("graph", "memagent"), ())
-            defaults = {key: value for key, value in defaults.items() if key not in (*_GRAPH_ONLY, *own_graph)}
+            foreign = other_graph_options(known.graph) if known.graph in GRAPHS else ()
+            defaults = {key: value for key, value in defaults.items() if key not in (*_GRAPH_ONLY, *foreign)}
         if known.task not in (None, defaults.get("task")):
             defaults = {key: value for key, value in defaults.items() if key not in _TASK_ONLY}
         parser.set_defaults(**defaults)

@@ -146,7 +146,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "tool_choice": "required",
         "reward_metric": "f1",
         "agemem_turns_per_message": 1,
-        "agemem_stage_turns": 12,
+        "max_turns": 12,
         "agemem_distractor_messages": 1,
         "turn_tokens": 128,
         "max_context_tokens": 3072,

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..agents.loading import prompt_budget
 from ..evals.locomo_scoring import LLMJudge
-from ..graphs.registry import GRAPHS, GraphOptions, build_graph
+from ..graphs.options import GraphOptions
+from ..graphs.registry import GRAPHS, build_graph
 from .config import MultiConvGRPOConfig
 from .agemem_reward import AgeMemReward, AgeMemRewardConfig
 from .rewards import (
@@ -33,9 +34,9 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
 
     ``chunk_tokens`` is MemAgent's chunk, or the stored piece of a document for SUMER and
     AgeMem; ``max_context_tokens`` is their context budget; ``max_turns`` is SUMER's turn cap
-    (0 with ``reading_memory``: the forced answer alone) and ``agemem_stage_turns`` AgeMem's.
+    (0 with ``reading_memory``: the forced answer alone) and AgeMem's turns per stage.
 
-    >>> config = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="agemem", agemem_stage_turns=8)
+    >>> config = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="agemem", max_turns=8)
     >>> options = graph_options(config)
     >>> options.memory_item_tokens, options.max_turns, options.turn_tokens
     (512, 8, 256)
@@ -48,7 +49,7 @@ def graph_options(config: MultiConvGRPOConfig) -> GraphOptions:
         answer_tokens=config.answer_tokens,
         final_prompt=config.final_prompt,
         max_input_tokens=config.max_context_tokens,
-        max_turns=config.agemem_stage_turns if config.graph == "agemem" else 0 if config.reading_memory else config.max_turns,
+        max_turns=0 if config.reading_memory else config.max_turns,
         turn_tokens=config.turn_tokens,
         max_parallel_calls=config.max_parallel_calls,
         search_context=config.search_context,
@@ -171,9 +172,11 @@ def context_budget(config: MultiConvGRPOConfig, window: int | None) -> int | Non
     chosen for CPU prefill). MemAgent needs none. A budget that leaves no room for a
     turn in the window is refused.
 
-    >>> base = dict(output_dir="/tmp/x", bf16=False, turn_tokens=256, answer_tokens=64)
-    >>> [context_budget(MultiConvGRPOConfig(graph=g, **base), 8192) for g in ("memagent", "sumer", "agemem")]
-    [None, 7936, 4096]
+    >>> base = dict(output_dir="/tmp/x", bf16=False, answer_tokens=64)
+    >>> [context_budget(MultiConvGRPOConfig(graph=g, **base, turn_tokens=256), 8192) for g in ("sumer", "agemem")]
+    [7936, 4096]
+    >>> context_budget(MultiConvGRPOConfig(graph="memagent", **base), 8192) is None
+    True
     """
     if config.graph not in ("sumer", "agemem"):
         return config.max_context_tokens

@@ -39,4 +39,4 @@ mkdir -p runs/learning7 && cp runs/learning5/before.json runs/learning7/   # the
 python -m benchmarks.bench_learning --split test --seeds 1 2 3 --output-dir runs/learning-test --then-steps 16 --then-temperature 1.0
 
 # --- Loss-pass memory under a token budget (`bench_loss_memory`, issue 22) ---
-python -m benchmarks.bench_loss_memory --budgets none 2048 512
+.venv/bin/python experiments/2026-11-23_grpo-niah-training/bench_loss_memory.py --budgets none 2048 512

@@ -10,5 +10,5 @@ cd "$(dirname "$0")/../.."
 .venv/bin/python -m benchmarks.bench_memory          # LoCoMo conv-30 (369 turns) + 100K items
 
 # --- commands named in the running text ---
-.venv/bin/python -m benchmarks.bench_query_threads
+.venv/bin/python experiments/2026-11-23_memory-bank/bench_query_threads.py
 .venv/bin/python -m benchmarks.bench_memory

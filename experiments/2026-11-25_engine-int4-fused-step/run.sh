@@ -30,7 +30,7 @@ cd "$(dirname "$0")/../.."
 # --- Same Zen 4 host: bfloat16 prefill, and the engine's decode step at its benchmarked speed (2026-11-25, third session) ---
 .venv/bin/python -m benchmarks.bench_linear_kernels --rows 1,8,16,32,48,64,128,256,1024   # 22:05 UTC
 .venv/bin/python -m benchmarks.bench_decode --rounds 3 --steps 40                          # 22:07-22:14 UTC
-.venv/bin/python -m benchmarks.bench_prefill_weights --weights int4,bfloat16 --lengths 4k,8k,16k --samples 16 --seed 22   # 22:26-23:16 UTC
+.venv/bin/python experiments/2026-11-25_engine-int4-fused-step/bench_prefill_weights.py --weights int4,bfloat16 --lengths 4k,8k,16k --samples 16 --seed 22   # 22:26-23:16 UTC
 .venv/bin/memagent compare --graphs memagent --task niah_single_1 --lengths 4k,8k --samples 8 --seed 21 --out acc/bf16 --quiet --quantization int4   # 22:14-22:19 UTC
 .venv/bin/python -m benchmarks.bench_batching                                              # 23:21-23:23 UTC, after both changes
 

@@ -6,3 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+# --- on the GPU machine, after the bundles are received and installed, with the environment that
+# experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh exports (its header: recv .c1, then recv .c2 install) ---
+python3 experiments/2026-11-25_gpu-vllm-check/gpu_vllm_window_check.py

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 # --- Rows scored over their prefix tree (`--pack_prefixes`, 2026-11-26) ---
-.venv/bin/python -m benchmarks.bench_prefix_packing --packed-budget 16384 --rounds 1   # 04:58-05:08 UTC, Zen 4 host
+.venv/bin/python experiments/2026-11-26_sumer-prefix-tree-reading-step/bench_prefix_packing.py --packed-budget 16384 --rounds 1   # 04:58-05:08 UTC, Zen 4 host
 
 # --- Fourth run (development split): run 3's recipe with the prefix-tree loss; the policy learnt to submit at once ---
 .venv/bin/python -m benchmarks.bench_learning --preset cpu-sumer --split dev --eval-questions 16 \

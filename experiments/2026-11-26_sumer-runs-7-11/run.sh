@@ -103,8 +103,8 @@ cd "$(dirname "$0")/../.."
     --init_adapter runs/sumer8-read --dynamic_sampling_rounds 1 --per_device_train_batch_size 16
 
 # --- Loss weighting across rollouts of different lengths, on one SUMER rollout batch (item 5) ---
-.venv/bin/python -m benchmarks.bench_loss_aggregation     # finished 15:47 UTC, Zen 4 host, run alone (other load 0.01 cores)
+.venv/bin/python experiments/2026-11-26_sumer-runs-7-11/bench_loss_aggregation.py     # finished 15:47 UTC, Zen 4 host, run alone (other load 0.01 cores)
 
 # --- Rollouts decoded on the trainer's own thread (2026-11-26) ---
-.venv/bin/python -m benchmarks.bench_rollout_serving      # 02:12-02:18 UTC, Zen 4 host, other load 0.00 cores
+.venv/bin/python experiments/2026-11-26_sumer-runs-7-11/bench_rollout_serving.py      # 02:12-02:18 UTC, Zen 4 host, other load 0.00 cores
 

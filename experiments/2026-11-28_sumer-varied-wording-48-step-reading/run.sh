@@ -16,7 +16,7 @@ for split in dev-varied dev; do
     -- --max_turns 1 --max_context_tokens 6144 --temperature 0.7 --forced_answer_call submit --sumer_require_submit false \
     --search_context 0 --search_reply plain --rollout_concurrency 32
 done
-.venv/bin/python -m benchmarks.wording_effect benchmarks/results/bench_sumer_episodes_dev48_test2_adapters.json \
+.venv/bin/python experiments/2026-11-28_sumer-varied-wording-48-step-reading/wording_effect.py benchmarks/results/bench_sumer_episodes_dev48_test2_adapters.json \
     benchmarks/results/bench_sumer_episodes_dev-varied48_test2_adapters.json --json experiments/2026-11-28_sumer-varied-wording-48-step-reading/results/wording_effect_dev48_test2_adapters.json
 
 # --- Twentieth run (dev only): the twelfth recipe trained on the varied wording; not better on dev-varied ---

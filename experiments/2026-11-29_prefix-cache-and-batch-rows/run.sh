@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 .venv/bin/python -m benchmarks.bench_prefix_cache --groups 4 --questions 24 --rounds 2
 
 # --- Rows that join or leave copy themselves, not the batch (2026-11-29, AVX2-only host) ---
-.venv/bin/python -m benchmarks.bench_revisions --before 80796bb    # the code before, in a worktree, against the working tree
+.venv/bin/python experiments/2026-11-29_prefix-cache-and-batch-rows/bench_revisions.py --before 80796bb    # the code before, in a worktree, against the working tree
 
 # --- Rerun after the batch changes, with llama.cpp and the compiled step (2026-11-29, later session, AVX2-only host) ---
 .venv/bin/python -m benchmarks.bench_decode --rounds 2 --steps 30     # 18:05-18:25 UTC, alone, other load 0.02 cores

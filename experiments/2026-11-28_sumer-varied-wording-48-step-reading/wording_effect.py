@@ -7,7 +7,7 @@ gives, per measure (greedy answer F1, evidence recall of the searches), the gain
 untrained policy in each wording and the difference, varied less plain, paired by question with
 its standard error; and each as mean ± sd across the adapters (``evals.stats.across``).
 
-    python -m benchmarks.wording_effect benchmarks/results/bench_sumer_episodes_dev48_test2_adapters.json \\
+    .venv/bin/python experiments/2026-11-28_sumer-varied-wording-48-step-reading/wording_effect.py benchmarks/results/bench_sumer_episodes_dev48_test2_adapters.json \\
         benchmarks/results/bench_sumer_episodes_dev-varied48_test2_adapters.json --json wording.json
 """
 
@@ -116,7 +116,7 @@ def markdown(effect: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-28_sumer-varied-wording-48-step-reading/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("plain", type=Path, help="bench_sumer_episodes result on a plain split (e.g. --split dev)")
     parser.add_argument("varied", type=Path, help="bench_sumer_episodes result on its varied split (e.g. --split dev-varied)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON to this path")

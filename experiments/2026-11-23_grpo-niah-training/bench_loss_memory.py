@@ -7,7 +7,7 @@ checkpointing) runs in a fresh process on the same saved rows, and reports the p
 resident memory the pass added, its seconds, its forward passes and the largest one's
 tokens. Results: ``benchmarks/results/bench_loss_memory.json``.
 
-    python -m benchmarks.bench_loss_memory --budgets none 2048 512
+    .venv/bin/python experiments/2026-11-23_grpo-niah-training/bench_loss_memory.py --budgets none 2048 512
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._common import OtherLoad, current_rss, peak_rss, reset_peak_rss, write_result
+from langgraph_memagent.benchmarks._common import OtherLoad, current_rss, peak_rss, reset_peak_rss, write_result
 
 NAME = "bench_loss_memory"
 
@@ -79,7 +79,7 @@ def measure(path: Path, output_dir: str, budget: int | None, checkpointing: bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-23_grpo-niah-training/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("--budgets", nargs="+", default=["none", "2048", "512"], help="token budgets ('none' = one pass, as TRL; default: %(default)s)")
     parser.add_argument("--child", nargs=4, metavar=("ROWS", "OUTPUT_DIR", "BUDGET", "CHECKPOINTING"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for checkpointing in ("false", "true"):
             for budget in args.budgets:
-                command = [sys.executable, "-m", f"benchmarks.{NAME}", "--child", str(rows), scratch, budget, checkpointing]
+                command = [sys.executable, __file__, "--child", str(rows), scratch, budget, checkpointing]
                 done = subprocess.run(command, capture_output=True, text=True, check=False)
                 if done.returncode:
                     raise SystemExit(f"{NAME}: the setting budget={budget} checkpointing={checkpointing} failed:\n{done.stderr[-3000:]}")

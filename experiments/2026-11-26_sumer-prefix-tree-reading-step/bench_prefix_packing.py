@@ -11,7 +11,7 @@ tokens per forward part (padded row tokens; the packed way counts tree tokens, a
 the model, forward passes, seconds; and the largest difference between the two ways'
 log-probs and losses.
 
-``python -m benchmarks.bench_prefix_packing`` (about 15 minutes on 2 cores, 3 more when no
+``.venv/bin/python experiments/2026-11-26_sumer-prefix-tree-reading-step/bench_prefix_packing.py`` (about 15 minutes on 2 cores, 3 more when no
 saved rollout batch exists; ``--rollouts FILE`` names the batch to reuse or write).
 """
 
@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import RESULTS_DIR, OtherLoad, peak_rss, reset_peak_rss, write_result
+from langgraph_memagent.benchmarks._common import RESULTS_DIR, OtherLoad, peak_rss, reset_peak_rss, write_result
 
 NAME = "bench_prefix_packing"
 
@@ -111,7 +111,7 @@ def measure(trainer, rollouts: list, pack: bool, budget: int, seed: int) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-26_sumer-prefix-tree-reading-step/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=4096, help="max_tokens_per_forward of the rows, and of the packed way unless --packed-budget (default: the preset's %(default)s)")
     parser.add_argument("--packed-budget", type=int, help="max_tokens_per_forward of the packed way, in tree tokens (default: --budget)")
     parser.add_argument("--rounds", type=int, default=2, help="measurements per way, alternating (default: %(default)s)")

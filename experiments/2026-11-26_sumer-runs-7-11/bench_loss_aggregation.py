@@ -4,7 +4,7 @@ Every LLM call of a rollout is a training row. With ``--loss_aggregation token``
 paper's default) all completion tokens of a batch count in one token mean, so a rollout
 weighs as much as its completion tokens; with ``rollout`` each rollout's tokens sum to one
 rollout's share. This takes the ``cpu-sumer`` rollout batch that ``bench_prefix_packing``
-saved (one training question, G = 8 rollouts; written anew when missing) and reports, for
+(``experiments/2026-11-26_sumer-prefix-tree-reading-step/``) saved (one training question, G = 8 rollouts; written anew when missing) and reports, for
 both ways:
 
 - each rollout's share of the loss weight, and its share of the advantage-weighted loss
@@ -12,18 +12,32 @@ both ways:
 - the policy gradient of the batch (both optimizer steps' slices, summed as one rollout
   batch's update): its norm, and the cosine between the two ways' gradients.
 
-``python -m benchmarks.bench_loss_aggregation`` (about 10 minutes on 2 cores with a saved
+``.venv/bin/python experiments/2026-11-26_sumer-runs-7-11/bench_loss_aggregation.py`` (about 10 minutes on 2 cores with a saved
 batch; ``--rollouts FILE`` names the batch to reuse or write).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 
-from ._common import RESULTS_DIR, OtherLoad, peak_rss, write_result
-from .bench_prefix_packing import _rollouts, _trainer, optimizer_step_losses
+from langgraph_memagent.benchmarks._common import RESULTS_DIR, OtherLoad, peak_rss, write_result
+
+
+def _load_prefix_packing():
+    """``bench_prefix_packing``, from the folder of the experiment that used it (not a package)."""
+    path = Path(__file__).resolve().parents[1] / "2026-11-26_sumer-prefix-tree-reading-step" / "bench_prefix_packing.py"
+    spec = importlib.util.spec_from_file_location("bench_prefix_packing", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_prefix_packing = _load_prefix_packing()
+_rollouts, _trainer, optimizer_step_losses = _prefix_packing._rollouts, _prefix_packing._trainer, _prefix_packing.optimizer_step_losses
 
 NAME = "bench_loss_aggregation"
 WAYS = ("token", "rollout")
@@ -69,7 +83,7 @@ def batch_gradient(trainer, rollouts: list, aggregation: str, seed: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-26_sumer-runs-7-11/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("--rollouts", type=Path, default=RESULTS_DIR / "bench_prefix_packing_rollouts.json",
                         help="rollout batch to reuse, written when missing (default: %(default)s)")
     args = parser.parse_args(argv)

@@ -10,7 +10,7 @@ then the greedy SUMER evaluation of ``--questions`` generated held-out questions
 ``--rounds`` times. Reported per mode: wall time, decode steps, tokens and decode ms a token.
 The modes alternate round by round across the two interpreters.
 
-``python -m benchmarks.bench_rollout_serving`` (about 10 minutes on 2 cores).
+``.venv/bin/python experiments/2026-11-26_sumer-runs-7-11/bench_rollout_serving.py`` (about 10 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from ._common import OtherLoad, write_result
+from langgraph_memagent.benchmarks._common import OtherLoad, write_result
 
 NAME = "bench_rollout_serving"
 MODES = ("worker", "caller")
@@ -69,7 +69,7 @@ def measure(mode: str, questions: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-26_sumer-runs-7-11/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=4, help="held-out questions per evaluation (default: %(default)s)")
     parser.add_argument("--rounds", type=int, default=2, help="evaluations per mode, alternating (default: %(default)s)")
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # one measurement, in a child interpreter
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     load, runs = OtherLoad(), []
     for round_index in range(args.rounds):
         for mode in MODES:
-            child = [sys.executable, "-m", f"benchmarks.{NAME}", "--mode", mode, "--questions", str(args.questions)]
+            child = [sys.executable, __file__, "--mode", mode, "--questions", str(args.questions)]
             done = subprocess.run(child, stdout=subprocess.PIPE, text=True, check=True)
             runs.append({"round": round_index, **json.loads(done.stdout.strip().splitlines()[-1])})
             print(f"round {round_index} {mode}: {runs[-1]['seconds']} s, {runs[-1]['decode_ms_per_token']} ms a decoded token", flush=True)

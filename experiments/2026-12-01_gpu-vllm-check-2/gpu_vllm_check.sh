@@ -22,20 +22,20 @@
 #   (.c1 ... .c5 listed in .git/info/exclude; each call carries one)
 # On the device, from the repository root, one `run` call a line, back to back (the machine is
 # given back after 30 s idle and /tmp goes with it):
-#   benchmarks/gpu_vllm_check.sh recv .c1
-#   benchmarks/gpu_vllm_check.sh recv .c2
-#   benchmarks/gpu_vllm_check.sh recv .c3 install background    (serve-tools-tiny runs on, detached)
-#   benchmarks/gpu_vllm_check.sh recv .c4
-#   benchmarks/gpu_vllm_check.sh recv .c5 smol collect train_smol exit-tiny
+#   experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh recv .c1
+#   experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh recv .c2
+#   experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh recv .c3 install background    (serve-tools-tiny runs on, detached)
+#   experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh recv .c4
+#   experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh recv .c5 smol collect train_smol exit-tiny
 # Results go to $OUT (default /tmp/gpu/out; at most 8 files come back), the background's as one
 # background.tar.gz. The
 # 2026-11-25 run (H100, calls: recv .c1; recv .c2 install train; recv .c3; recv .c4 smol
 # engine-tiny; serve engine) and the 2026-12-01 run (H200, the calls above) are in
-# benchmarks/results/gpu_vllm/ and BENCHMARKS.md section 12.
+# benchmarks/results/gpu_vllm/; the READMEs of experiments/2026-11-25_gpu-vllm-check/ and of this folder report them.
 set -uo pipefail
 G=/tmp/gpu
 SITE=/tmp/site
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$G/out}
 A_SHA=23850996a02740bca739ed4b8dcd6a7980bab7b4978264ee3d8f035495c2dc73
 B_SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53

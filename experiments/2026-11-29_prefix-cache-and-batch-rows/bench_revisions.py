@@ -9,7 +9,7 @@ with the engine's defaults. Reported per workload: mean seconds of each, the spe
 greedy agreement between the two beside that of two rounds of ``--before`` (a batch's make-up
 already moves float32 rounding).
 
-    python -m benchmarks.bench_revisions --before 80796bb      # about 10 minutes on 2 cores
+    .venv/bin/python experiments/2026-11-29_prefix-cache-and-batch-rows/bench_revisions.py --before 80796bb      # about 10 minutes on 2 cores
 
 Results: ``benchmarks/results/bench_revisions.json``, every answer included.
 """
@@ -25,10 +25,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ._common import OtherLoad, write_result
+from langgraph_memagent.benchmarks._common import OtherLoad, write_result
 
 NAME = "bench_revisions"
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 LABELS = ("before", "after")
 # One round in a fresh interpreter. It uses only what both revisions have, so it is passed as
 # text: the older tree has no copy of this module.
@@ -86,7 +86,7 @@ def _package_dir(parent: Path, source: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-29_prefix-cache-and-batch-rows/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True, help="the git revision to compare the working tree against, e.g. a commit")
     parser.add_argument("--groups", type=int, default=4, help="reading questions, 8 rollouts each (default: %(default)s)")
     parser.add_argument("--questions", type=int, default=24, help="held-out dev questions of the episodes (default: %(default)s)")
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if found.returncode != 0:
         parser.error(f"--before {args.before!r} is not a commit of {REPOSITORY}")
     before = found.stdout.strip()
-    from .bench_prefix_cache import WORKLOADS
+    from langgraph_memagent.benchmarks.bench_prefix_cache import WORKLOADS
 
     load = OtherLoad()
     rounds: list[dict[str, Any]] = []

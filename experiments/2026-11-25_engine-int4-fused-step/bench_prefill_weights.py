@@ -9,7 +9,7 @@ on the same generated ``niah_single_1`` haystacks once per choice (greedy, 1000-
 length, the samples only one choice answers, and the exact two-sided sign test on them.
 Each variant's results land in ``<out>/<weights>/`` and resume like ``memagent compare``.
 
-``python -m benchmarks.bench_prefill_weights --weights int4,bfloat16 --lengths 4k,8k,16k --samples 16 --seed 22``
+``.venv/bin/python experiments/2026-11-25_engine-int4-fused-step/bench_prefill_weights.py --weights int4,bfloat16 --lengths 4k,8k,16k --samples 16 --seed 22``
 (about 25 minutes on 2 cores).
 """
 
@@ -20,13 +20,13 @@ import json
 
 from langgraph_memagent.evals.stats import sign_test
 
-from ._common import RESULTS_DIR, OtherLoad, write_result
+from langgraph_memagent.benchmarks._common import RESULTS_DIR, OtherLoad, write_result
 
 NAME = "bench_prefill_weights"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-25_engine-int4-fused-step/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("--weights", default="int4,bfloat16", help="prefill weights to compare, the first as reference (default: %(default)s)")
     parser.add_argument("--lengths", default="4k,8k,16k", help="document lengths (default: %(default)s)")
     parser.add_argument("--samples", type=int, default=16, help="generated samples per length (default: %(default)s)")

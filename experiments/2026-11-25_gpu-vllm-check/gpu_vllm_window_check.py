@@ -1,6 +1,6 @@
-"""On a GPU (after `benchmarks/gpu_vllm_check.sh recv .c1`, then `recv .c2 install`): vllm-engine reports max_model_len, and SUMER stops on context_overflow inside it.
+"""On a GPU (after `experiments/2026-12-01_gpu-vllm-check-2/gpu_vllm_check.sh recv .c1`, then `recv .c2 install`): vllm-engine reports max_model_len, and SUMER stops on context_overflow inside it.
 
-Run with the environment of `gpu_vllm_check.sh` (PYTHONPATH=/tmp/site ...): `python3 benchmarks/gpu_vllm_window_check.py`; writes $OUT/window_check.json.
+Run with the environment of `gpu_vllm_check.sh` (PYTHONPATH=/tmp/site ...): `python3 experiments/2026-11-25_gpu-vllm-check/gpu_vllm_window_check.py`; writes $OUT/window_check.json.
 """
 import json, os, time
 from langchain_core.embeddings import DeterministicFakeEmbedding

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from ._common import OtherLoad, write_result
-from .bench_memory import LOCOMO_FILE
+from langgraph_memagent.benchmarks._common import OtherLoad, write_result
+from langgraph_memagent.benchmarks.bench_memory import LOCOMO_FILE
 
 NAME = "bench_query_threads"
 
@@ -26,7 +26,7 @@ def _percentiles(seconds: list[float]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python experiments/2026-11-23_memory-bank/{NAME}.py", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="passes over the questions (default: %(default)s)")
     args = parser.parse_args(argv)
 
