@@ -1,7 +1,7 @@
 """Statistics for claims across runs: the mean of per-run changes with its spread and Student-t
 interval, and the exact sign test for paired wins and losses.
 
-Shared by the benchmarks, the experiments and the tests, so every reported "mean ± sd (95% t)"
+Shared by the benchmarks, the recorded studies and the tests, so every reported "mean ± sd (95% t)"
 and every sign-test p-value is computed one way.
 """
 

@@ -57,7 +57,7 @@ def other_graph_options(graph: str) -> tuple[str, ...]:
 
 
 # The trainer's --help, by section: these fields in this order, then TRL's own (GRPOConfig and
-# transformers' TrainingArguments). The last section holds what only the experiments needed.
+# transformers' TrainingArguments). The last of ours holds what only our recorded studies needed.
 TRL_SECTION = "TRL (GRPOConfig and transformers' TrainingArguments)"
 HELP_SECTIONS: dict[str, tuple[str, ...]] = {
     "recipe (TRL fields whose defaults change: each graph's paper)": (
@@ -80,7 +80,7 @@ HELP_SECTIONS: dict[str, tuple[str, ...]] = {
     ),
     "data": ("train_file", "task", "num_train_samples", "target_tokens", "num_keys", "data_seed"),
     "outputs": ("reward_curve", "preset"),
-    "curricula and small-model aids (ours, opt-in: the experiments used them; the papers' recipes need none)": (
+    "curricula and small-model aids (ours, opt-in: our studies used them; the papers' recipes need none)": (
         "sumer_require_submit", "evidence_reward_weight", "reading_memory", "search_curriculum", "write_curriculum",
         "agemem_sessions", "agemem_task_weight", "category_shares", "conversation_wording", "key_pool", "gold_position",
         "search_reply", "query_style", "answer_rule", "forced_answer_call", "agemem_write_mode", "agemem_answer_mode",

@@ -157,7 +157,7 @@ _TASK_ONLY = ("num_keys", "key_pool", "gold_position")
 
 def _sectioned_parser(**keywords: Any) -> Any:
     """transformers' ``HfArgumentParser`` for :class:`MultiConvGRPOConfig`, its ``--help`` in the
-    sections of ``HELP_SECTIONS`` (ours first, the experiments' curricula marked, TRL's last)."""
+    sections of ``HELP_SECTIONS`` (ours first, the curricula marked, TRL's last)."""
     from transformers import HfArgumentParser
 
     class SectionedParser(HfArgumentParser):

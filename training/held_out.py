@@ -4,7 +4,7 @@ group that the learning benchmarks report.
 
 ``dev`` is for tuning; a ``test*`` split is evaluated once per reported recipe, and a new one
 is drawn when a split has been used (its comment says for what). Shared by the benchmarks, the
-experiments and the tests.
+recorded studies and the tests.
 """
 
 from __future__ import annotations
