@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, get_args
 
+from ..agents.loading import EMBEDDED_MODELS
 from ..agents.prompts import FinalPromptStyle
 from ..baselines.agemem.tools import ANSWER_MODES, RETRIEVE_REPLIES, WRITE_MODES
 from ..baselines.sumer import AnswerRule, ForcedAnswerCall, QueryStyle, SearchReply, ToolChoice
@@ -152,20 +153,17 @@ BUILT_IN_OPTIONS: dict[str, type[AnswerOptions]] = {
 def _union_fields(classes: Mapping[str, type]) -> list[tuple[str, Any, Any]]:
     """One field per option name over ``classes``; a name whose graphs differ in default is ``None``
     there (each graph's own), and its help joins theirs."""
-    merged: dict[str, dict[str, Any]] = {}
+    by_name: dict[str, list[Any]] = {}
     for cls in classes.values():
         for spec in fields(cls):
-            entry = merged.setdefault(spec.name, {"types": [], "defaults": [], "helps": [], "metadata": dict(spec.metadata)})
-            entry["types"].append(spec.type)
-            entry["defaults"].append(spec.default)
-            if spec.metadata["help"] not in entry["helps"]:
-                entry["helps"].append(spec.metadata["help"])
+            by_name.setdefault(spec.name, []).append(spec)
     union = []
-    for name, entry in merged.items():
-        defaults = set(map(repr, entry["defaults"]))
-        default = entry["defaults"][0] if len(defaults) == 1 else None
-        kind = entry["types"][0] if default is not None or "None" in str(entry["types"][0]) else f"{entry['types'][0]} | None"
-        union.append((name, kind, field(default=default, metadata={**entry["metadata"], "help": " ".join(entry["helps"])})))
+    for name, specs in by_name.items():
+        first = specs[0]
+        default = first.default if len({spec.default for spec in specs}) == 1 else None
+        kind = first.type if default is not None or "None" in first.type else f"{first.type} | None"
+        helps = " ".join(dict.fromkeys(spec.metadata["help"] for spec in specs))  # each graph's line once, in order
+        union.append((name, kind, field(default=default, metadata={**first.metadata, "help": helps})))
     return union
 
 
@@ -263,8 +261,6 @@ def default_graph_options(model: str) -> Any:
     >>> default_graph_options("smollm2-135m").chunk_tokens, default_graph_options("vllm:Qwen/Qwen2.5-14B").chunk_tokens
     (1000, 5000)
     """
-    from ..agents.loading import EMBEDDED_MODELS
-
     return GraphOptions(**EMBEDDED_GRAPH_DEFAULTS) if model in EMBEDDED_MODELS else GraphOptions()
 
 
