@@ -204,6 +204,7 @@ register_graph("memagent", _memagent, document_input, options=MemAgentOptions, t
     "beta": PaperDefault(1e-3, f"{_MEMAGENT}: KL coefficient 1e-3"),
     "epsilon_high": PaperDefault(0.2, "MemAgent's released scripts: clip 0.2 on both sides"),
     "scale_rewards": PaperDefault("none", f"{_MEMAGENT}: A = R - group mean, no std division (Dr. GRPO)"),
+    "loss_aggregation": PaperDefault("token", f"{_MEMAGENT}: token-level mean over group x conversation x token"),
 })
 register_graph("full_context", _full_context, options=FullContextOptions)
 register_graph("rag", _rag, options=RAGOptions)
@@ -215,6 +216,7 @@ register_graph("sumer", _sumer, options=SumerOptions, training_defaults={
     "beta": PaperDefault(0.0, f"{_SUMER}: no KL term"),
     "epsilon_high": PaperDefault(0.28, f"{_SUMER}: clip-high 0.28"),
     "scale_rewards": PaperDefault("group", f"{_SUMER}: GRPO advantage normalised by the group's standard deviation"),
+    "loss_aggregation": PaperDefault("rollout_sum", f"{_SUMER}: each trajectory's token sum, averaged over the group"),
 })  # SUMER's temperature 1.0 and learning rate 1e-6 are everyone's defaults already
 register_graph("agemem", _agemem, options=AgeMemOptions, training_defaults={
     "chunk_tokens": PaperDefault(512, "ours: the AgeMem graph's stage-1 message size"),

@@ -18,7 +18,7 @@ import torch
 from langgraph_memagent.training.config import MultiConvGRPOConfig
 from langgraph_memagent.training.presets import PRESETS
 from langgraph_memagent.training.data import generate_samples, load_training_file
-from langgraph_memagent.training.grpo_multiconv import parse_config
+from langgraph_memagent.training.grpo_multiconv import parse_config, training_dataset
 from langgraph_memagent.training.rows import group_advantages, pad_rows, rollout_group_ids, rollout_rows, rows_to_tensors
 from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 from langgraph_memagent.training.rewards import AnswerReward
@@ -73,6 +73,31 @@ def test_every_call_is_a_row_with_its_rollouts_advantage_and_own_mask():
     # Per-rollout mean: rollout 0 has 6 tokens, rollout 1 has 2; 8 tokens, 2 rollouts.
     weighted = rollout_rows(rollouts, [0.5, -0.5], loss_aggregation="rollout")
     assert weighted.token_weights == pytest.approx([8 / 12, 8 / 12, 8 / 12, 8 / 4])
+
+
+def test_sumer_loss_defaults_to_its_papers_mean_of_trajectory_token_sums(tmp_path):
+    # Rollout 0: 6 tokens, advantage 0.5; rollout 1: 2 tokens, advantage -0.5. At ratio 1 a token's
+    # loss is -A, and TRL's dapo loss is sum(loss * mask * weight) / (all 8 tokens).
+    rollouts = [rollout(0, 0, [3, 1, 2], 1.0), rollout(1, 0, [2], 0.0)]
+
+    def dapo_loss(aggregation):
+        batch = rows_to_tensors(rollout_rows(rollouts, [0.5, -0.5], loss_aggregation=aggregation), pad_token_id=0)
+        mask = batch["completion_mask"]
+        return ((-batch["advantages"][:, None]) * mask * batch["token_weights"]).sum().item() / mask.sum().item()
+
+    assert rollout_rows(rollouts, [0.5, -0.5], loss_aggregation="rollout_sum").token_weights == [4.0] * 4  # 8 tokens / 2 rollouts
+    assert dapo_loss("token") == pytest.approx((-0.5 * 6 + 0.5 * 2) / 8)  # token mean: -0.25
+    assert dapo_loss("rollout_sum") == pytest.approx((-0.5 * 6 + 0.5 * 2) / 2)  # SUMER: mean of the token sums, -1.0
+    assert dapo_loss("rollout") == pytest.approx((-0.5 + 0.5) / 2, abs=1e-6)  # each rollout's token mean: 0.0
+    sumer = dict(output_dir=str(tmp_path), bf16=False, graph="sumer", reward_metric="f1")
+    assert MultiConvGRPOConfig(**sumer).loss_aggregation == "rollout_sum"  # the SUMER paper's, by default
+    assert MultiConvGRPOConfig(**sumer, loss_aggregation="token").loss_aggregation == "token"  # the token mean, on request
+    assert MultiConvGRPOConfig(output_dir=str(tmp_path), bf16=False).loss_aggregation == "token"  # MemAgent's
+    # The cpu-sumer preset keeps the token mean its learning rate was tuned with (every reported run used it).
+    assert parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path)]).loss_aggregation == "token"
+    # TRL's per-row and per-batch means divide by the weights' own sum, which would undo them: refused.
+    with pytest.raises(ValueError, match="loss_aggregation 'rollout_sum' weights the tokens of a loss summed over tokens .* got loss_type 'grpo' and"):
+        MultiConvGRPOConfig(**sumer, loss_type="grpo")
 
 
 def test_padding_keeps_every_row_through_trls_split():
@@ -151,11 +176,38 @@ def test_training_file_in_memagent_format(tmp_path):
         ' "reward_model": {"ground_truth": ["Ann"]}, "extra_info": {}}]'
     )
     assert load_training_file(path) == [
-        {"question": "Who?", "document": "Doc.", "answers": ["Ann"], "distractors": [], "task": "file"}
+        {"question": "Who?", "document": "Doc.", "answers": ["Ann"], "distractors": [], "task": "file", "metric": "any"}
     ]
     path.write_text('[{"prompt": "Who?", "reward_model": {"ground_truth": "Ann"}}]')
     with pytest.raises(ValueError, match="record 0 .* document string"):
         load_training_file(path)
+
+
+def test_all_of_records_of_a_training_file_earn_eq7_through_the_trainers_path(tmp_path):
+    golds = ["1234567", "7654321"]
+    records = [
+        {"question": "What are all the numbers?", "context": "Doc.", "answers": golds, "task": "niah_multivalue"},  # task: all-of
+        {"question": "Which two?", "context": "Doc.", "answers": golds, "metric": "all"},  # said outright
+        {"question": "Who?", "context": "Doc.", "reward_model": {"ground_truth": golds}},  # nothing said: aliases, any-of
+        {"question": "Which?", "context": "Doc.", "answers": golds, "task": "niah_multivalue", "metric": "any"},  # metric wins
+    ]
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    config = MultiConvGRPOConfig(output_dir=str(tmp_path / "run"), bf16=False, train_file=str(path))
+    rows, reward = list(training_dataset(config, tokenizer=None)), default_reward(config)  # as MultiConvGRPOTrainer gets them
+    one, both = {"response": rf"\boxed{{{golds[0]}}}"}, {"response": rf"\boxed{{{golds[0]}, {golds[1]}}}"}
+    assert [reward(one, row) for row in rows] == [0.5, 0.5, 1.0, 1.0]  # Eq. 7: half the golds; Eq. 6: equals a gold
+    assert [reward(both, row) for row in rows] == [1.0, 1.0, 0.0, 0.0]
+    assert [row["metric"] for row in rows] == ["all", "all", "any", "any"]
+    # A file named after an all-of RULER task makes its records all-of.
+    (tmp_path / "vt").mkdir()
+    (tmp_path / "vt" / "train.jsonl").write_text(json.dumps(records[2]) + "\n")
+    assert load_training_file(tmp_path / "vt" / "train.jsonl")[0]["metric"] == "all"
+    path.write_text(json.dumps(records[0]) + "\n" + json.dumps({**records[1], "metric": "every"}) + "\n")
+    with pytest.raises(ValueError, match=r"^record 1 of .*train.jsonl': metric must be one of \['any', 'all'\], got 'every'$"):
+        load_training_file(path)
+    with pytest.raises(ValueError, match=r"sample metric must be one of \['any', 'all'\], got 'every'"):
+        reward(one, {"answers": golds, "metric": "every"})
 
 
 def test_presets_and_command_line():
@@ -272,6 +324,13 @@ def test_loss_matches_hand_computation_with_uneven_conversations(tiny_model_dir,
     inputs["old_per_token_logps"] = inputs["ref_per_token_logps"] - math.log(1.5)
     loss = trainer._compute_loss(trainer.model, inputs).item()
     assert loss == pytest.approx(-(1.2 * 2 / 3 - 1.5 * 1 / 3 - 1.5 * 1 / 3) / 5, abs=1e-5)
+
+    # The SUMER paper's: each rollout's token sum, averaged over the 5 rollouts (the token mean x 15 / 5).
+    trainer.args.loss_aggregation = "rollout_sum"
+    inputs = trainer._batch_from_rollouts(rollouts, "train")
+    inputs["old_per_token_logps"] = inputs["ref_per_token_logps"] - math.log(1.5)
+    loss = trainer._compute_loss(trainer.model, inputs).item()
+    assert loss == pytest.approx(-(1.2 * 2 / 3 * 6 - 1.5 * 1 / 3 * 4 - 1.5 * 1 / 3 * 1) / 5, abs=1e-5)
 
 
 def loss_pass(tiny_model_dir, dataset, config, rollouts):

@@ -16,6 +16,7 @@ from ..graphs.options import GraphOptions, graph_option
 from ..graphs.registry import GRAPHS
 from .data import parse_category_shares
 from .reading import parse_reading_memory
+from .rows import LOSS_AGGREGATIONS
 from .writing import AGEMEM_SESSIONS
 
 
@@ -30,10 +31,14 @@ def _per_graph(name: str, what: str) -> Any:
 
 
 # Settings of the RL recipe: a graph whose paper gives none takes MemAgent's.
-RECIPE_SETTINGS = ("num_generations", "beta", "epsilon_high", "scale_rewards")
+RECIPE_SETTINGS = ("num_generations", "beta", "epsilon_high", "scale_rewards", "loss_aggregation")
 # TRL loss types that divide a sum over tokens by a count fixed for the whole batch: the sum of
 # a batch's parts' losses is the batch's loss, so max_tokens_per_forward leaves it unchanged.
 SUMMED_LOSSES = ("dapo", "cispo", "vespo")
+# Those of them that read the loss mask (TRL's completion_mask * tool_mask) only in that sum, so per-token
+# weights placed there (loss_aggregation) scale each token's loss and nothing else; vespo also sums
+# log-ratios over the mask, and the entropy mask scales entropies by it.
+WEIGHTED_LOSSES = ("dapo", "cispo")
 # The trainer's own options of one graph, beside the fields of its options class (graphs.options).
 TRAINER_GRAPH_OPTIONS = {"agemem": ("agemem_turn_limit", "agemem_task_weight")}
 # The trainer's chunk_tokens is every graph's document piece (MemAgent's chunk, SUMER's and AgeMem's stored piece).
@@ -99,14 +104,16 @@ class MultiConvGRPOConfig(GRPOConfig):
     MemAgent (arXiv 2507.02259) ``beta=1e-3``, ``num_generations=16``, ``epsilon_high=0.2``
     (the released scripts; DAPO clip-higher is ``--epsilon_high 0.28``), ``scale_rewards="none"``
     (Dr. GRPO advantage); SUMER ``beta=0``, ``num_generations=8``, ``epsilon_high=0.28``,
-    ``scale_rewards="group"``; AgeMem ``scale_rewards="group"``. Other changed TRL defaults:
+    ``scale_rewards="group"``, ``loss_aggregation="rollout_sum"`` (each trajectory's token sum,
+    averaged over the group; MemAgent ``"token"``, the token mean); AgeMem ``scale_rewards="group"``.
+    Other changed TRL defaults:
     ``use_bias_correction_kl=False`` (the reference uses a plain KL), constant learning rate
     1e-6 with linear warm-up (MemAgent and SUMER), ``logging_steps=1``, ``bf16`` only where
     CUDA exists.
 
     >>> sumer = MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer", reward_metric="f1")
-    >>> sumer.beta, sumer.num_generations, sumer.epsilon_high, sumer.scale_rewards
-    (0.0, 8, 0.28, 'group')
+    >>> sumer.beta, sumer.num_generations, sumer.epsilon_high, sumer.scale_rewards, sumer.loss_aggregation
+    (0.0, 8, 0.28, 'group', 'rollout_sum')
     >>> MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer", reward_metric="f1", beta=0.01).beta
     0.01
     """
@@ -316,9 +323,11 @@ class MultiConvGRPOConfig(GRPOConfig):
             "for every rollout; 'given-memory' skips stage 1 for a memory holding the evidence turns (answering); 'all': whole episodes."
         },
     )
-    loss_aggregation: str = field(
-        default="token",
-        metadata={"help": "'token': mean over all completion tokens (MemAgent); 'rollout': each rollout counts once."},
+    loss_aggregation: str | None = _per_graph(
+        "loss_aggregation",
+        "Loss normalization: 'token' = mean over all completion tokens (MemAgent); 'rollout_sum' = each rollout's token "
+        "sum, averaged over its group (the SUMER paper); 'rollout' = each rollout's token mean, so each counts once. "
+        "The last two need loss_type 'dapo' or 'cispo'.",
     )
     old_logps: str = field(
         default="recompute",
@@ -442,7 +451,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         problems = []
         choices = {
             "finetuning": ("auto", "lora", "full"),
-            "loss_aggregation": ("token", "rollout"),
+            "loss_aggregation": LOSS_AGGREGATIONS,
             "old_logps": ("recompute", "rollout"),
             "conversation_wording": WORDINGS,
             "graph": tuple(GRAPHS),
@@ -453,6 +462,14 @@ class MultiConvGRPOConfig(GRPOConfig):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 problems.append(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
+        if self.loss_aggregation in LOSS_AGGREGATIONS[1:] and (self.loss_type not in WEIGHTED_LOSSES or self.top_entropy_quantile < 1):
+            # Its token weights scale a sum that TRL divides by a count fixed for the batch; TRL's other
+            # losses divide by the weights' own sum (per row or per batch), which undoes them (WEIGHTED_LOSSES).
+            problems.append(
+                f"loss_aggregation {self.loss_aggregation!r} weights the tokens of a loss summed over tokens (loss_type one of "
+                f"{list(WEIGHTED_LOSSES)}, no entropy mask), got loss_type {self.loss_type!r} and top_entropy_quantile "
+                f"{self.top_entropy_quantile}: set loss_aggregation 'token' for that loss's own normalization"
+            )
         if self.reward_metric is not None and self.reward_metric not in METRICS:
             problems.append(f"reward_metric must be one of {list(METRICS)}, got {self.reward_metric!r}")
         if self.graph == "sumer" and self.reward_metric not in (None, "f1"):

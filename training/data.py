@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..evals.records import ANSWER_MODES
+from ..evals.templates import task_family
 from ..graphs.registry import question_input
 from .rewards import gold_answers
 
@@ -145,6 +147,59 @@ def _question_of(record: dict[str, Any]) -> Any:
     return record.get("question", record.get("input"))
 
 
+def _named_task(name: Any) -> str | None:
+    """``name`` when it is a task of RULER's template families (``niah_*``, ``vt``, ``fwe``, ``cwe``, ``qa*``), else None."""
+    if not isinstance(name, str):
+        return None
+    try:
+        task_family(name)
+    except ValueError:
+        return None
+    return name
+
+
+def file_task(path: str | Path) -> str | None:
+    """The RULER task a training file's name gives: its stem or its folder (RULER writes ``{task}/validation.jsonl``).
+
+    >>> file_task("data/niah_multivalue/train.jsonl"), file_task("vt.json"), file_task("hotpot/train.json")
+    ('niah_multivalue', 'vt', None)
+    """
+    path = Path(path)
+    return _named_task(path.stem) or _named_task(path.parent.name)
+
+
+def record_metric(record: dict[str, Any], file_task_name: str | None = None) -> str:
+    """How a loaded record's golds combine: ``"all"`` (every gold asked for: the reward's Eq. 7, the
+    fraction of golds in the answer) or ``"any"`` (one gold suffices: Eq. 6).
+
+    The record's own ``metric`` wins; else the RULER task it names (``task``), else the task its
+    file's name gives: QA tasks are any-of, NIAH, VT, FWE and CWE all-of (RULER's
+    ``string_match_part`` and ``string_match_all``; :func:`evals.loaders.load_ruler_jsonl` reads
+    RULER's files the same way). Nothing said, several golds included, is any-of: the files in
+    MemAgent's training format hold HotpotQA questions whose golds are aliases of one answer,
+    and the reference verifier accepts any of them (memagent.md); Eq. 7 would pay a right answer
+    1/k for k aliases.
+
+    >>> record_metric({"answers": ["1", "2"], "task": "niah_multivalue"}), record_metric({"answers": ["a", "b"]})
+    ('all', 'any')
+    >>> record_metric({"answers": ["1", "2"], "task": "niah_multivalue", "metric": "any"}), record_metric({}, "fwe")
+    ('any', 'all')
+    >>> record_metric({"metric": "string_match_all"})
+    Traceback (most recent call last):
+    ...
+    ValueError: metric must be one of ['any', 'all'], got 'string_match_all'
+    """
+    metric = record.get("metric")
+    if metric is not None:
+        if metric not in ANSWER_MODES:
+            raise ValueError(f"metric must be one of {list(ANSWER_MODES)}, got {metric!r}")
+        return metric
+    task = _named_task(record.get("task")) or file_task_name
+    if task is None:
+        return "any"
+    return "any" if task_family(task) == "qa" else "all"
+
+
 def _is_locomo(data: Any) -> bool:
     """Whether parsed JSON is in LoCoMo's layout (one conversation, or a list of ``conversation`` records)."""
     first = data[0] if isinstance(data, list) and data else data
@@ -157,6 +212,9 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
     Accepted fields: question from ``prompt`` (chat messages or a string), ``question`` or
     ``input``; document from ``context`` or ``document``; golds from
     ``reward_model.ground_truth`` or ``answers``. A record missing one raises with its index.
+    Each row gets ``metric`` (:func:`record_metric`: the record's own, else from the RULER
+    task the record or the file's name gives, else any-of), so all-of rows earn Eq. 7, and
+    ``task``: the RULER task the record names, else ``"file"``.
     A conversation's raw messages (``turns`` or ``meta.turns``, LoCoMo's turn dicts) are
     kept as ``turns`` for the SUMER and AgeMem graphs. A LoCoMo file (either release layout,
     or :mod:`evals.conversations` output) gives one row per question, with its turns and
@@ -169,7 +227,10 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
         from ..evals.loaders import load_memagent_train_parquet
 
         samples = load_memagent_train_parquet(path)
-        return [{**question_input(sample), "answers": list(sample.answers), "distractors": [], "task": "file"} for sample in samples]
+        return [
+            {**question_input(sample), "answers": list(sample.answers), "distractors": [], "task": "file", "metric": sample.metric}
+            for sample in samples
+        ]
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         if path.suffix == ".jsonl":
@@ -184,7 +245,7 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
         return [_locomo_record(sample) for sample in locomo_samples(raw, path)]
     if not isinstance(raw, list):
         raise ValueError(f"train_file {str(path)!r} must hold a list of records, got {type(raw).__name__}")
-    records = []
+    records, task_of_file = [], file_task(path)
     for index, record in enumerate(raw):
         question, document = _question_of(record), record.get("context", record.get("document"))
         if not isinstance(question, str) or not isinstance(document, str):
@@ -193,7 +254,12 @@ def load_training_file(path: str | Path) -> list[dict[str, Any]]:
                 f"document string ('context' or 'document'); keys: {sorted(record)}"
             )
         golds = gold_answers(record)
+        try:
+            metric = record_metric(record, task_of_file)
+        except ValueError as error:
+            raise ValueError(f"record {index} of {str(path)!r}: {error}") from None
         # question_input keeps a conversation's raw turns (LoCoMo rows) for the graphs that store messages.
         row = question_input({**record, "question": question, "document": document})
-        records.append({**row, "answers": golds, "distractors": [], "task": "file"})
+        task = _named_task(record.get("task")) or "file"
+        records.append({**row, "answers": golds, "distractors": [], "task": task, "metric": metric})
     return records

@@ -22,7 +22,9 @@ subclasses :class:`trl.GRPOTrainer` and overrides only
 TRL's ``_compute_loss`` is used unchanged: with ``loss_type="dapo"`` it divides by all
 completion tokens of the generation batch, which is MemAgent's token-level mean over
 group x conversation x token. ``loss_aggregation="rollout"`` instead weights tokens so
-each rollout counts once (mean over rollouts of each rollout's token mean). Clipping
+each rollout counts once (mean over rollouts of each rollout's token mean), and
+``"rollout_sum"`` (SUMER's default, its paper's) so the loss is the mean over rollouts of
+each rollout's token sum. Clipping
 uses ``epsilon`` (low) and ``epsilon_high``; the KL is plain (``beta * KL``,
 ``use_bias_correction_kl=False``, as the reference). Several optimizer steps per
 rollout batch: ``steps_per_generation = k * gradient_accumulation_steps`` gives ``k``.

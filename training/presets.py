@@ -128,6 +128,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "lora_alpha": 32,
         "num_train_samples": 256,
         "max_steps": 16,
+        # The token mean, not SUMER's per-trajectory token sums (the graph's default): the
+        # learning rate above was tuned with it and every reported cpu-sumer run used it.
+        "loss_aggregation": "token",
         **_CPU_TOOL_LOSS,
     },
     # SmolLM2-135M + LoRA learning AgeMem's memory tools on the same generated conversations:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..evals.locomo_scoring import F1_VARIANTS, JudgeVerdict, LLMJudge, f1
+from ..evals.records import ANSWER_MODES
 from ..evals.scoring import METRICS, score, strict_score
 
 
@@ -58,6 +59,15 @@ def gold_answers(sample: dict[str, Any]) -> list[str]:
     if isinstance(answers, str):
         return [answers]
     return [str(answer) for answer in answers]
+
+
+def _all_of(sample: dict[str, Any]) -> bool:
+    """Whether a sample asks for every gold (``metric`` ``"all"``); a metric outside ``"any"``/``"all"`` raises,
+    so a misspelt one never falls back to any-of silently."""
+    metric = sample.get("metric")
+    if metric is not None and metric not in ANSWER_MODES:
+        raise ValueError(f"sample metric must be one of {list(ANSWER_MODES)}, got {metric!r}")
+    return metric == "all"
 
 
 def _distractors(sample: dict[str, Any]) -> Sequence[str]:
@@ -99,7 +109,7 @@ class AnswerReward:
     def __call__(self, output: dict[str, Any], sample: dict[str, Any]) -> float:
         golds = gold_answers(sample)
         response = output.get("response") or ""
-        all_of = sample.get("metric") == "all"
+        all_of = _all_of(sample)
         prediction = output.get("answer") or response
         if self.penalize_distractors and (all_of or self.metric != "strict_boxed"):
             lowered, gold_set = prediction.lower(), {gold.lower() for gold in golds}

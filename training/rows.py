@@ -12,6 +12,11 @@ from trl.trainer.utils import pad
 from .rollouts import Rollout
 
 
+# How the loss weighs a batch's tokens (``--loss_aggregation``, see :func:`rollout_rows`): the token
+# mean (MemAgent), the mean over rollouts of each rollout's token mean, or of each rollout's token sum (SUMER).
+LOSS_AGGREGATIONS = ("token", "rollout", "rollout_sum")
+
+
 # Advantages and rows (pure functions: what the tests check against hand computations)
 def vllm_importance_ratio(
     old_logps: torch.Tensor,
@@ -119,21 +124,29 @@ def rollout_rows(
 ) -> RowBatch:
     """One row per LLM call; every row of a rollout carries that rollout's advantage.
 
-    With ``loss_aggregation="rollout"`` each token of rollout ``r`` is weighted
-    ``total_tokens / (total_rollouts * tokens_r)``: TRL's token-mean loss then equals
-    the mean over rollouts of each rollout's token mean. ``total_*`` default to this
-    batch (pass the global counts when several processes share a batch).
+    The weights act on TRL's token-summed losses (``loss_type`` ``dapo`` or ``cispo``), which
+    divide the batch's weighted token sum by its ``total_tokens``. ``"token"``: every weight 1,
+    the token mean. ``"rollout"``: token ``t`` of rollout ``r`` weighs
+    ``total_tokens / (total_rollouts * tokens_r)``, so the loss is the mean over rollouts of
+    each rollout's token mean. ``"rollout_sum"`` (the SUMER paper's): every token weighs
+    ``total_tokens / total_rollouts``, so the loss is the mean over rollouts of each rollout's
+    token sum; with groups of G rollouts, the mean over groups of ``(1/G) sum_i sum_t``. Within
+    one batch this is the token mean times the mean completion tokens per rollout; across
+    batches, a batch of longer rollouts takes a larger step. ``total_*`` default to this batch
+    (pass the global counts when several processes share a batch).
 
     >>> from langgraph_memagent.training.rollouts import LLMCall, Rollout
     >>> rollout = Rollout(0, 0, [LLMCall([1], [2, 3], "m"), LLMCall([4], [5], "a")], {})
     >>> rows = rollout_rows([rollout], [0.5])
     >>> rows.completion_ids, rows.advantages
     ([[2, 3], [5]], [0.5, 0.5])
+    >>> rollout_rows([rollout], [0.5], loss_aggregation="rollout_sum", total_tokens=6, total_rollouts=2).token_weights
+    [3.0, 3.0]
     """
     if len(rollouts) != len(advantages):
         raise ValueError(f"got {len(advantages)} advantages for {len(rollouts)} rollouts")
-    if loss_aggregation not in ("token", "rollout"):
-        raise ValueError(f"loss_aggregation must be 'token' or 'rollout', got {loss_aggregation!r}")
+    if loss_aggregation not in LOSS_AGGREGATIONS:
+        raise ValueError(f"loss_aggregation must be one of {list(LOSS_AGGREGATIONS)}, got {loss_aggregation!r}")
     total_tokens = sum(r.completion_tokens for r in rollouts) if total_tokens is None else total_tokens
     total_rollouts = len(rollouts) if total_rollouts is None else total_rollouts
     rows = RowBatch([], [], [], [], [])
@@ -141,6 +154,8 @@ def rollout_rows(
         weight = 1.0
         if loss_aggregation == "rollout":
             weight = total_tokens / (total_rollouts * max(rollout.completion_tokens, 1))
+        elif loss_aggregation == "rollout_sum":
+            weight = total_tokens / max(total_rollouts, 1)
         for call in rollout.calls:
             rows.prompt_ids.append(call.prompt_ids)
             rows.completion_ids.append(call.completion_ids)

@@ -318,9 +318,9 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         }
         if self.args.pack_prefixes and mode == "train":
             output["row_order"] = torch.arange(len(rows), device=device)  # see _prepare_inputs
-        if self.args.loss_aggregation == "rollout":
+        if self.args.loss_aggregation != "token":
             # TRL's loss mask is completion_mask * tool_mask; per-token weights there turn its
-            # token mean into a mean over rollouts (see rollout_rows).
+            # token mean into a mean over rollouts of their token means or sums (see rollout_rows).
             output["tool_mask"] = batch["token_weights"]
         if old_per_token_logps is not None:
             output["old_per_token_logps"] = old_per_token_logps
