@@ -138,7 +138,6 @@ SERVER_FIXTURES = {"server_url", "tiny_server_url", "served_model"}
 # Tests measured over ~20 s of pytest on the 2-core CI machine (make test --durations), by node id
 # prefix. The run's --durations list is where to look when adding one.
 SLOW = (
-    "tests/test_langgraph_server.py::test_memory_graphs_keep_each_users_memories_apart",
     "tests/test_langgraph_server.py::test_served_memories_survive_a_restart_in_postgres",
     "tests/test_in_agents.py::test_the_embedded_model_as_agent_answers_through_the_tool",
     "tests/test_agemem.py::test_embedded_model_with_a_required_first_turn_calls_a_tool_after_every_message",

@@ -94,29 +94,46 @@ def client_of(url: str, user: str | None = None, timeout: float = 600, **headers
     return get_sync_client(url=url, timeout=timeout, headers=headers or None)
 
 
-@pytest.fixture(scope="module")
-def server_url(embedded_model_dir, tmp_path_factory) -> Iterator[str]:
-    """A ``langgraph dev`` server with auth on, serving the embedded model greedily (skips when not installed)."""
-    workdir = tmp_path_factory.mktemp("langgraph-dev")
-    tokens = workdir / "tokens.txt"
-    tokens.write_text("# user token\n" + "".join(f"{user} {token}\n" for user, token in TOKENS.items()))
-    env = {
+def _server_env(model: str, **extra: str) -> dict[str, str]:
+    """The environment of a test server serving ``model`` greedily with the small budget, offline."""
+    return {
         **os.environ,
         # No network: no CLI analytics, no LangSmith tracing, no hub downloads.
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "MEMAGENT_MODEL": "smollm2-135m",
+        "MEMAGENT_MODEL": model,
         "MEMAGENT_TEMPERATURE": "0",
         **SERVER_BUDGET,
-        "MEMAGENT_AUTH_TOKENS_FILE": str(tokens),
+        **extra,
     }
-    with contextlib.ExitStack() as stack:
-        try:
-            url = stack.enter_context(langgraph_dev_server(workdir, env))
-        except ServerUnavailable as exc:
-            pytest.skip(str(exc))
+
+
+@contextlib.contextmanager
+def _authenticated_server(model: str, workdir: Path) -> Iterator[str]:
+    """A ``langgraph dev`` server with auth on (the two users of TOKENS) serving ``model`` (skips when not installed)."""
+    tokens = workdir / "tokens.txt"
+    tokens.write_text("# user token\n" + "".join(f"{user} {token}\n" for user, token in TOKENS.items()))
+    try:
+        with langgraph_dev_server(workdir, _server_env(model, MEMAGENT_AUTH_TOKENS_FILE=str(tokens))) as url:
+            yield url
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def server_url(embedded_model_dir, tmp_path_factory) -> Iterator[str]:
+    """A server of the embedded model: what a user serves, for the tests that read its answers."""
+    with _authenticated_server("smollm2-135m", tmp_path_factory.mktemp("langgraph-dev")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def tiny_server_url(tiny_model_dir, tmp_path_factory) -> Iterator[str]:
+    """A server of the tiny random Llama (``hf:`` its directory), for the tests of who sees what: they
+    check where memories go, not what they say, and the tool graphs' many calls take seconds, not minutes."""
+    with _authenticated_server(f"hf:{tiny_model_dir}", tmp_path_factory.mktemp("langgraph-dev-tiny")) as url:
         yield url
 
 
@@ -258,14 +275,14 @@ def test_users_see_only_their_own_threads_runs_assistants_and_chunks(server_url)
 
 
 @pytest.mark.server
-@pytest.mark.embedded
-def test_memory_graphs_keep_each_users_memories_apart(server_url) -> None:
+def test_memory_graphs_keep_each_users_memories_apart(tiny_server_url) -> None:
     """The same document (so the same conversation) from another user gets memories of that user's own.
 
     SUMER and LangMem's ``conversation_id`` case keep users apart by the same owner label
     (agents/users.py) and are tested in process, scripted, in tests/test_users.py: here each
-    served tool graph runs once or twice on the embedded model (they took two and a half minutes)."""
-    alice, bob = client_of(server_url, "alice"), client_of(server_url, "bob")
+    served tool graph runs once or twice on the tiny random model (on the embedded one they took
+    six minutes of the suite)."""
+    alice, bob = client_of(tiny_server_url, "alice"), client_of(tiny_server_url, "bob")
 
     def run(client: Any, graph: str, document: str, **options: Any) -> dict:
         inputs = {"question": PIN_QUESTION, "document": document, **options.pop("input", {})}
@@ -291,8 +308,7 @@ def test_memory_graphs_keep_each_users_memories_apart(server_url) -> None:
 
 
 @pytest.mark.server
-@pytest.mark.embedded
-def test_served_memories_survive_a_restart_in_postgres(embedded_model_dir, tmp_path) -> None:
+def test_served_memories_survive_a_restart_in_postgres(tiny_model_dir, tmp_path) -> None:
     """With ``MEMAGENT_STORE_URL`` LangMem's memories and SUMER's bank live in PostgreSQL: a new
     server, in a fresh working directory (no ``.langgraph_api`` files), finds them. Without a token
     file the server is open, and says so loudly when it starts."""
@@ -304,9 +320,7 @@ def test_served_memories_survive_a_restart_in_postgres(embedded_model_dir, tmp_p
             store_url = stack.enter_context(postgres_server())
         except ServerUnavailable as exc:
             pytest.skip(str(exc))
-        env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false", "HF_HUB_OFFLINE": "1",
-               "TRANSFORMERS_OFFLINE": "1", "MEMAGENT_MODEL": "smollm2-135m", "MEMAGENT_TEMPERATURE": "0", **SERVER_BUDGET,
-               "MEMAGENT_STORE_URL": store_url}
+        env = _server_env(f"hf:{tiny_model_dir}", MEMAGENT_STORE_URL=store_url)  # the tiny model: what is stored, not what it says
         runs = []
         for attempt in ("first", "restarted"):
             workdir = tmp_path / attempt
