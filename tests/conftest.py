@@ -107,6 +107,9 @@ def release_engines():
     An engine's serving thread keeps it, with its model and up to 16 prompts' key/value caches,
     until it is closed: engines that tests made and never closed took the suite's one process past
     15 GB. The process-wide engines of ``shared_engine`` (``greedy_model``'s among them) stay.
+    The peak left (11.3 GB in a fresh clone's run, 2026-12-04) is the trainer tests' log-prob passes
+    over SmolLM2's 49,152-token vocabulary: test_answer_curriculum raises it from 4.1 to 8.2 GB for
+    the length of one test, the tool-learning and AgeMem trainer tests to 11.3 GB.
     """
     import sys
 
