@@ -31,6 +31,17 @@ QA_TASK_PREFIXES = ("qa", "hotpotqa", "multihop", "locomo")
 _FIELDS = ("question", "document", "answers", "task", "metric", "meta")
 
 
+def answer_mode(metric: Any, what: str = "metric") -> AnswerMode:
+    """``metric`` when it is an answer mode (``"any"`` or ``"all"``); else one line naming it and ``what`` it was.
+
+    >>> answer_mode("all")
+    'all'
+    """
+    if metric not in ANSWER_MODES:
+        raise ValueError(f"{what} must be one of {list(ANSWER_MODES)}, got {metric!r}")
+    return metric
+
+
 def scoring_metric(task: str, metric: AnswerMode) -> str:
     """The :func:`~langgraph_memagent.evals.scoring.score` metric name for a task and answer mode.
 
@@ -39,9 +50,7 @@ def scoring_metric(task: str, metric: AnswerMode) -> str:
     >>> scoring_metric("locomo", "any")
     'sub_exact_match'
     """
-    if metric not in ANSWER_MODES:
-        raise ValueError(f"metric must be one of {ANSWER_MODES}, got {metric!r}")
-    if metric == "all":
+    if answer_mode(metric) == "all":
         return "string_match_all"
     return "sub_exact_match" if task.startswith(QA_TASK_PREFIXES) else "string_match_part"
 
@@ -65,8 +74,7 @@ class Sample:
     def __post_init__(self) -> None:
         if not isinstance(self.answers, list) or not all(isinstance(answer, str) for answer in self.answers):
             raise TypeError(f"answers must be a list of strings, got {self.answers!r}")
-        if self.metric not in ANSWER_MODES:
-            raise ValueError(f"metric must be one of {ANSWER_MODES}, got {self.metric!r}")
+        answer_mode(self.metric)
 
     @property
     def scoring_metric(self) -> str:

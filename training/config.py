@@ -462,7 +462,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 problems.append(f"{name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
-        if self.loss_aggregation in LOSS_AGGREGATIONS[1:] and (self.loss_type not in WEIGHTED_LOSSES or self.top_entropy_quantile < 1):
+        if self.loss_aggregation != "token" and (self.loss_type not in WEIGHTED_LOSSES or self.top_entropy_quantile < 1):
             # Its token weights scale a sum that TRL divides by a count fixed for the batch; TRL's other
             # losses divide by the weights' own sum (per row or per batch), which undoes them (WEIGHTED_LOSSES).
             problems.append(

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..evals.records import ANSWER_MODES
+from ..evals.records import answer_mode
 from ..evals.templates import task_family
 from ..graphs.registry import question_input
 from .rewards import gold_answers
@@ -189,11 +189,8 @@ def record_metric(record: dict[str, Any], file_task_name: str | None = None) -> 
     ...
     ValueError: metric must be one of ['any', 'all'], got 'string_match_all'
     """
-    metric = record.get("metric")
-    if metric is not None:
-        if metric not in ANSWER_MODES:
-            raise ValueError(f"metric must be one of {list(ANSWER_MODES)}, got {metric!r}")
-        return metric
+    if record.get("metric") is not None:
+        return answer_mode(record["metric"])
     task = _named_task(record.get("task")) or file_task_name
     if task is None:
         return "any"

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..evals.locomo_scoring import F1_VARIANTS, JudgeVerdict, LLMJudge, f1
-from ..evals.records import ANSWER_MODES
+from ..evals.records import answer_mode
 from ..evals.scoring import METRICS, score, strict_score
 
 
@@ -64,10 +64,7 @@ def gold_answers(sample: dict[str, Any]) -> list[str]:
 def _all_of(sample: dict[str, Any]) -> bool:
     """Whether a sample asks for every gold (``metric`` ``"all"``); a metric outside ``"any"``/``"all"`` raises,
     so a misspelt one never falls back to any-of silently."""
-    metric = sample.get("metric")
-    if metric is not None and metric not in ANSWER_MODES:
-        raise ValueError(f"sample metric must be one of {list(ANSWER_MODES)}, got {metric!r}")
-    return metric == "all"
+    return sample.get("metric") is not None and answer_mode(sample["metric"], "sample metric") == "all"
 
 
 def _distractors(sample: dict[str, Any]) -> Sequence[str]:

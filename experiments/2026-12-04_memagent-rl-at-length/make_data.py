@@ -29,9 +29,9 @@ WORD_KEY_TASKS = {"niah_single_1", "niah_multikey_2", "niah_multivalue", "niah_m
 def records(per_task: int, lengths: list[int], seed: int, key_pool: str) -> list[dict]:
     codec = resolve_tokenizer(str(embedded_model_dir()))
     rows = []
+    count = -(-per_task // len(lengths))  # records of one task at one length: per_task spread over the lengths
     cells = [(task, length) for task in TASKS for length in lengths]
     for index, (task, length) in enumerate(tqdm(cells, desc="generating", unit="cell")):
-        count = -(-per_task // len(lengths))  # per task, spread over the lengths
         options = {"key_pool": key_pool} if task in WORD_KEY_TASKS else {}
         for sample in generate_task(task, length, codec=codec, num_samples=count, seed=seed * 1000 + index, **options):
             rows.append({"question": sample.question, "document": sample.document, "answers": [str(a) for a in sample.answers],
