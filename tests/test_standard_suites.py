@@ -1,9 +1,10 @@
 """LangChain's own standard tests for chat models (``langchain-tests``), run on our chat models.
 
 ``LocalChatModel`` runs the unit and the integration suites twice: as the embedded model
-(int4, as ``load_chat_model("smollm2-135m")`` gives it) and as an ``hf:`` directory (the
-same weights in float32). ``VLLMEngineChatModel`` runs the unit suite against its stand-in
-engine. Capabilities that are truly absent (images, audio, PDF, Anthropic-format inputs) are
+(int4, as ``load_chat_model("smollm2-135m")`` gives it) and as an ``hf:`` directory in
+float32 (the same weights where a test checks what a reply says, a tiny random Llama
+elsewhere). ``VLLMEngineChatModel`` runs the unit suite against its stand-in engine.
+Capabilities that are truly absent (images, audio, PDF, Anthropic-format inputs) are
 turned off through the suite's own flags; a test that fails only because a 135M model
 chooses badly is marked expected-to-fail with the measured rate.
 """
@@ -103,10 +104,24 @@ class TestHFDirectoryUnit(_LocalCapabilities, ChatModelUnitTests):
         return {"model_path": str(embedded_model_dir())}
 
 
+# The tests of the float32 run that check what a reply says (a tool call's argument values, unicode in
+# them, a call under "auto"): they need the real weights. The rest check the interface (streaming,
+# usage, structured output, stop sequences), which a tiny random Llama directory drives through the
+# same loading and float32 path in a tenth of the time (the 135M model's float32 run took 132 s).
+_REPLY_CONTENT_TESTS = {"test_tool_calling", "test_tool_calling_async", "test_unicode_tool_call_integration", "test_agent_loop"}
+
+
 class TestHFDirectoryIntegration(_AgentLoopUnderAuto, _LocalCapabilities, ChatModelIntegrationTests):
+    directory: str = ""
+
+    @pytest.fixture(autouse=True)
+    def _directory(self, request, embedded_model_dir, tiny_model_dir):
+        real = request.node.originalname in _REPLY_CONTENT_TESTS
+        type(self).directory = str(embedded_model_dir if real else tiny_model_dir)
+
     @property
     def chat_model_params(self) -> dict[str, Any]:
-        return {"model_path": str(embedded_model_dir()), "max_tokens": REPLY_TOKENS}
+        return {"model_path": self.directory, "max_tokens": REPLY_TOKENS}
 
 
 class TestVLLMEngineUnit(_LocalBackend, ChatModelUnitTests):
