@@ -173,8 +173,17 @@ def _fixture_uses(item: pytest.Item) -> tuple[set[str], set[str]]:
     return own, runs_model
 
 
+# The modules whose trainer steps take a log-prob pass over the 49,152-token vocabulary (up to
+# 11.3 GB, release_engines' docstring): under `make test`'s two processes (pytest-xdist, --dist
+# loadgroup) they all run in one, so two such peaks never meet on a 24 GB machine.
+TRAINER_MODULES = ("tests/test_training.py", "tests/test_training_tools.py", "tests/test_training_distributed.py",
+                   "tests/test_tool_learning.py", "tests/test_answer_curriculum.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if item.nodeid.startswith(TRAINER_MODULES):
+            item.add_marker(pytest.mark.xdist_group("trainer"))
         own, runs_model = _fixture_uses(item)
         closure = set(getattr(item, "fixturenames", ()))
         if own & EMBEDDED_FIXTURES or "greedy_model" in closure or runs_model:
