@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from tqdm import tqdm
 
+from langgraph_memagent.agents.atomic_files import write_atomic
 from langgraph_memagent.agents.embedded import embedded_model_dir
 from langgraph_memagent.agents.tokenizers import resolve_tokenizer
 from langgraph_memagent.evals.ruler import generate_task
@@ -26,14 +25,19 @@ TASKS = ("niah_single_1", "niah_multikey_2", "niah_multivalue", "niah_multiquery
 WORD_KEY_TASKS = {"niah_single_1", "niah_multikey_2", "niah_multivalue", "niah_multiquery"}
 
 
+def task_samples(task: str, length: int, codec, count: int, seed: int, key_pool: str) -> list:
+    """``count`` RULER samples of ``task`` at ``length`` tokens; NIAH keys from ``key_pool`` (VT has none)."""
+    options = {"key_pool": key_pool} if task in WORD_KEY_TASKS else {}
+    return generate_task(task, length, codec=codec, num_samples=count, seed=seed, **options)
+
+
 def records(per_task: int, lengths: list[int], seed: int, key_pool: str) -> list[dict]:
     codec = resolve_tokenizer(str(embedded_model_dir()))
     rows = []
     count = -(-per_task // len(lengths))  # records of one task at one length: per_task spread over the lengths
     cells = [(task, length) for task in TASKS for length in lengths]
     for index, (task, length) in enumerate(tqdm(cells, desc="generating", unit="cell")):
-        options = {"key_pool": key_pool} if task in WORD_KEY_TASKS else {}
-        for sample in generate_task(task, length, codec=codec, num_samples=count, seed=seed * 1000 + index, **options):
+        for sample in task_samples(task, length, codec, count, seed * 1000 + index, key_pool):
             rows.append({"question": sample.question, "document": sample.document, "answers": [str(a) for a in sample.answers],
                          "task": sample.task, "metric": sample.metric, "length": length})
     return rows
@@ -48,10 +52,7 @@ def main() -> None:
     parser.add_argument("--key-pool", default="train", choices=("train", "test"), help="NIAH key vocabulary")
     args = parser.parse_args()
     rows = records(args.per_task, args.lengths, args.seed, args.key_pool)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, encoding="utf-8") as tmp:
-        tmp.write("".join(json.dumps(row) + "\n" for row in rows))
-    os.replace(tmp.name, args.out)
+    write_atomic(args.out, (json.dumps(row) + "\n" for row in rows))
     print(f"{len(rows)} records -> {args.out}")
 
 

@@ -14,23 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
+from make_data import TASKS, task_samples  # this folder's training-mix generator: the same tasks and keys
 from tqdm import tqdm
 
 from langgraph_memagent import build_memagent_graph
+from langgraph_memagent.agents.atomic_files import write_atomic
 from langgraph_memagent.agents.embedded import embedded_model_dir
 from langgraph_memagent.agents.local_model import LocalChatModel
 from langgraph_memagent.agents.tokenizers import resolve_tokenizer
-from langgraph_memagent.evals.ruler import generate_task
 from langgraph_memagent.evals.scoring import score
 from langgraph_memagent.training.held_out import SPLITS
-
-TASKS = ("niah_single_1", "niah_multikey_2", "niah_multivalue", "niah_multiquery", "vt")
-WORD_KEY_TASKS = {"niah_single_1", "niah_multikey_2", "niah_multivalue", "niah_multiquery"}
 
 
 def main() -> None:
@@ -50,12 +46,11 @@ def main() -> None:
     cells = []
     for task in TASKS:
         for length in args.lengths:
-            options = {"key_pool": dev["key_pool"]} if task in WORD_KEY_TASKS else {}
-            samples = generate_task(task, length, codec=codec, num_samples=args.questions, seed=dev["seed"], **options)
+            samples = task_samples(task, length, codec, args.questions, dev["seed"], dev["key_pool"])
             started = time.time()
-            inputs = [{"question": s.question, "document": s.document} for s in samples for _ in range(args.draws)]
-            results = graph.batch(inputs, {"max_concurrency": 8})
-            rewards = [score(r["response"], s.answers, s.scoring_metric) for s, r in zip([s for s in samples for _ in range(args.draws)], results)]
+            drawn = [sample for sample in samples for _ in range(args.draws)]
+            results = graph.batch([{"question": s.question, "document": s.document} for s in drawn], {"max_concurrency": 8})
+            rewards = [score(r["response"], s.answers, s.scoring_metric) for s, r in zip(drawn, results)]
             groups = [rewards[i:i + args.draws] for i in range(0, len(rewards), args.draws)]
             cells.append({"task": task, "length": length, "mean_reward": sum(rewards) / len(rewards),
                           "groups_with_signal": sum(len(set(g)) > 1 for g in groups), "groups": len(groups),
@@ -63,10 +58,7 @@ def main() -> None:
             tqdm.write(json.dumps({k: v for k, v in cells[-1].items() if k != "rewards"}))
     payload = {"split": "dev", **vars(args), "out": str(args.out), "chunk_tokens": 1000, "memory_tokens": 128,
                "answer_tokens": 64, "cells": cells}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, encoding="utf-8") as tmp:
-        json.dump(payload, tmp, indent=1)
-    os.replace(tmp.name, args.out)
+    write_atomic(args.out, json.dumps(payload, indent=1))
 
 
 if __name__ == "__main__":
