@@ -4,7 +4,9 @@ GRPO learns only from groups whose rollouts differ in reward; a task at a length
 rollout ever earns any is no training signal. This samples ``--draws`` MemAgent rollouts per
 question at the training temperature on the dev split (``training.held_out.SPLITS["dev"]``: seed
 10,000, training keys) and writes, per task and length, the mean reward (RULER's all-of fraction)
-and the share of questions whose draws differ (groups with signal).
+and the share of questions whose draws differ (groups with signal). With ``--draws 1 --temperature 0``
+it is the greedy dev accuracy, of the untrained model or, with ``--adapter``, of a trained LoRA
+checkpoint merged into it (the GPU pilot, gpu_pilot.sh).
 
     .venv/bin/python experiments/2026-12-04_memagent-rl-at-length/probe_reward.py --lengths 2000 \
         --questions 4 --draws 4 --out experiments/2026-12-04_memagent-rl-at-length/results/probe_reward_2k.json
@@ -29,35 +31,54 @@ from langgraph_memagent.evals.scoring import score
 from langgraph_memagent.training.held_out import SPLITS
 
 
+def chat_model(args: argparse.Namespace, model_dir: str) -> LocalChatModel:
+    """The embedded model as a batching chat model, with ``args.adapter`` merged in when given."""
+    options = {"temperature": args.temperature, "device": args.device, "max_batch_size": args.max_batch}
+    if args.adapter is None:
+        return LocalChatModel(model_path=model_dir, **options)
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = AutoModelForCausalLM.from_pretrained(model_dir)
+    merged = PeftModel.from_pretrained(base, str(args.adapter)).merge_and_unload().to(args.device).eval()
+    return LocalChatModel.from_model(merged, AutoTokenizer.from_pretrained(model_dir), **options)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[2000], help="document lengths in tokens")
     parser.add_argument("--questions", type=int, default=4, help="dev questions per task and length")
     parser.add_argument("--draws", type=int, default=4, help="sampled rollouts per question (the group size)")
     parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (cpu-smoke's)")
+    parser.add_argument("--adapter", type=Path, help="a LoRA checkpoint to merge into the model (default: the untrained model)")
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda")
+    parser.add_argument("--max-batch", type=int, default=8, help="most calls decoded together, and graph runs in flight")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write (atomically)")
     args = parser.parse_args()
 
     model_dir = str(embedded_model_dir())
     codec = resolve_tokenizer(model_dir)
-    model = LocalChatModel(model_path=model_dir, temperature=args.temperature)
+    model = chat_model(args, model_dir)
     graph = build_memagent_graph(model, chunk_tokens=1000, memory_tokens=128, answer_tokens=64)
     dev = SPLITS["dev"]
-    cells = []
-    for task in TASKS:
-        for length in args.lengths:
-            samples = task_samples(task, length, codec, args.questions, dev["seed"], dev["key_pool"])
-            started = time.time()
-            drawn = [sample for sample in samples for _ in range(args.draws)]
-            results = graph.batch([{"question": s.question, "document": s.document} for s in drawn], {"max_concurrency": 8})
-            rewards = [score(r["response"], s.answers, s.scoring_metric) for s, r in zip(drawn, results)]
-            groups = [rewards[i:i + args.draws] for i in range(0, len(rewards), args.draws)]
-            cells.append({"task": task, "length": length, "mean_reward": sum(rewards) / len(rewards),
-                          "groups_with_signal": sum(len(set(g)) > 1 for g in groups), "groups": len(groups),
-                          "rewards": groups, "seconds": round(time.time() - started, 1)})
-            tqdm.write(json.dumps({k: v for k, v in cells[-1].items() if k != "rewards"}))
-    payload = {"split": "dev", **vars(args), "out": str(args.out), "chunk_tokens": 1000, "memory_tokens": 128,
-               "answer_tokens": 64, "cells": cells}
+    # Every cell's rollouts in one batch, so a GPU decodes them together.
+    cells = [(task, length, task_samples(task, length, codec, args.questions, dev["seed"], dev["key_pool"]))
+             for task in TASKS for length in args.lengths]
+    drawn = [(cell, sample) for cell, (_, _, samples) in enumerate(cells) for sample in samples for _ in range(args.draws)]
+    started = time.time()
+    results = graph.batch([{"question": s.question, "document": s.document} for _, s in drawn], {"max_concurrency": args.max_batch})
+    seconds = round(time.time() - started, 1)
+    report = []
+    for index, (task, length, _) in enumerate(cells):
+        mine = [(s, r) for (cell, s), r in zip(drawn, results) if cell == index]
+        rewards = [score(r["response"], s.answers, s.scoring_metric) for s, r in mine]
+        groups = [rewards[i:i + args.draws] for i in range(0, len(rewards), args.draws)]
+        report.append({"task": task, "length": length, "mean_reward": sum(rewards) / len(rewards),
+                       "groups_with_signal": sum(len(set(g)) > 1 for g in groups), "groups": len(groups), "rewards": groups,
+                       "answers": [r["response"] for _, r in mine], "golds": [list(map(str, s.answers)) for s, _ in mine]})
+        tqdm.write(json.dumps({k: v for k, v in report[-1].items() if k not in ("rewards", "answers", "golds")}))
+    payload = {"split": "dev", **vars(args), "out": str(args.out), "adapter": args.adapter and str(args.adapter), "chunk_tokens": 1000, "memory_tokens": 128,
+               "answer_tokens": 64, "seconds": seconds, "cells": report}
     write_atomic(args.out, json.dumps(payload, indent=1))
 
 
