@@ -63,13 +63,16 @@ def _model(args: argparse.Namespace) -> Any:
     if args.model.split(":", 1)[0] in ("vllm", "openai"):
         options.update(timeout=args.timeout, max_retries=args.max_retries)
     lookup = args.prompt_lookup
-    for flag, given in (("--quantization", args.quantization), ("--compile-decode", args.compile_decode), ("--prompt-lookup", lookup is not None)):
+    local_flags = (("--quantization", args.quantization), ("--compile-decode", args.compile_decode), ("--prompt-lookup", lookup is not None), ("--adapter", args.adapter))
+    for flag, given in local_flags:
         if given and args.model.split(":", 1)[0] not in ("smollm2-135m", "hf"):
             raise CliError(f"{flag} applies to local models (smollm2-135m, hf:<dir>), not {args.model!r}")
     if args.quantization:
         options["quantization"] = None if args.quantization == "none" else args.quantization
     if args.compile_decode:
         options["compile_decode"] = True
+    if args.adapter:
+        options["adapter"] = args.adapter
     if lookup is not None:
         options["prompt_lookup_num_tokens"] = lookup
     try:
@@ -329,10 +332,15 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--timeout", type=_number(float, low=0.0, low_open=True, what="a positive number of seconds"), default=600.0, help="seconds per server request before it counts as failed (default: %(default)s)")
     group.add_argument("--max-retries", type=_number(int, low=0, what="a whole number of retries >= 0"), default=2, help="retries per server request (default: %(default)s)")
     group.add_argument(
+        "--adapter", metavar="DIR",
+        help="local models: a LoRA adapter directory (memagent train --finetuning lora's --output_dir) merged into the "
+        "weights at load; float32 unless --quantization int4 (which rounds the merged weights to 4 bits)",
+    )
+    group.add_argument(
         "--quantization", choices=("int4", "none"),
         help="local models, CPU: int4 runs the Linear layers from 4-bit codes (for smollm2-135m its GGUF's own Q4_1 codes, "
         "so the weights are unchanged; kernel inputs in bfloat16), about 3x faster decoding at the same accuracy "
-        "(BENCHMARKS.md section 10); none keeps float32 (default: int4 for smollm2-135m, none for hf:)",
+        "(BENCHMARKS.md section 10); none keeps float32 (default: int4 for smollm2-135m, none for hf: and with --adapter)",
     )
     group.add_argument(
         "--compile-decode", action="store_true",

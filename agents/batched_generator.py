@@ -204,9 +204,11 @@ class BatchedGenerator:
 
     @classmethod
     def load(
-        cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", quantization: str | None = None, **options: Any
+        cls, model_path: str, *, dtype: str = "float32", device: str = "cpu", quantization: str | None = None,
+        adapter: str | None = None, **options: Any,
     ) -> BatchedGenerator:
-        """Load a transformers causal LM directory and serve it (``quantization="int4"``: 4-bit Linear layers, CPU)."""
+        """Load a transformers causal LM directory and serve it (``quantization="int4"``: 4-bit Linear layers, CPU;
+        ``adapter``: a PEFT LoRA adapter directory merged into the weights first)."""
         with needs_extra("embedded", "the local engine (embedded and hf: models)"):
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -216,6 +218,12 @@ class BatchedGenerator:
 
         def build() -> Any:
             model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
+            if adapter is not None:
+                with needs_extra("train", "a LoRA adapter (adapter=)"):
+                    from peft import PeftModel
+
+                # Merged, the adapter costs nothing per token; the decode paths see a plain model.
+                model = PeftModel.from_pretrained(model, adapter).merge_and_unload().eval()
             if quantization is None:
                 return model
             from .quantization import quantize_for_cpu
@@ -598,14 +606,15 @@ _ENGINES_LOCK = threading.Lock()
 
 def shared_engine(
     model_path: str, *, dtype: str, device: str, quantization: str | None, max_batch_size: int, batch_window_s: float,
-    compile_decode: bool = False, prefix_cache_size: int = 16,
+    compile_decode: bool = False, prefix_cache_size: int = 16, adapter: str | None = None,
 ) -> BatchedGenerator:
     """The process-wide :class:`BatchedGenerator` for this model, created on first use."""
-    key = (str(Path(model_path).resolve()), dtype, device, quantization, max_batch_size, batch_window_s, compile_decode, prefix_cache_size)
+    merged = adapter and str(Path(adapter).resolve())
+    key = (str(Path(model_path).resolve()), merged, dtype, device, quantization, max_batch_size, batch_window_s, compile_decode, prefix_cache_size)
     with _ENGINES_LOCK:
         if key not in _ENGINES:
             _ENGINES[key] = BatchedGenerator.load(
-                model_path, dtype=dtype, device=device, quantization=quantization, max_batch_size=max_batch_size,
+                model_path, dtype=dtype, device=device, quantization=quantization, adapter=merged, max_batch_size=max_batch_size,
                 batch_window_s=batch_window_s, compile_decode=compile_decode, prefix_cache_size=prefix_cache_size,
             )
         return _ENGINES[key]

