@@ -12,6 +12,7 @@ Grammars are llguidance's Lark dialect, whose ``%json {schema}`` rule is a JSON 
   arguments that validate against its parameters' schema, and the closing tag;
 - :func:`auto_call_grammar`: free text, or calls once the reply opens ``<tool_call>``;
 - :func:`json_reply_grammar`: one JSON value under a schema (``response_format``);
+- :func:`decision_grammar`: a stop word or a call in a text form (InfMem's PreThink);
 - :func:`answer_grammar`: a final answer in the ``\boxed{}`` form the prompt asks for (MemAgent's
   answer on the local backends).
 
@@ -304,6 +305,18 @@ def json_reply_grammar(schema: dict[str, Any], max_tokens: int, count: Count = l
     start: %json {"type": "object", "properties": {"city": {"type": "string", "maxLength": 51}}, "additionalProperties": false, "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
     """
     return f"start: {_json_rule(schema, max_tokens - 1, count)}"
+
+
+def decision_grammar(stop: str, call_prefix: str, arguments: dict[str, Any], max_tokens: int, count: Count = len) -> str:
+    r"""A reply that is ``stop`` alone, or ``call_prefix`` then one JSON object under the schema ``arguments``, closing
+    within ``max_tokens`` (InfMem's PreThink: ``STOP``, or a ``retrievesearch`` call in Qwen-Agent's text form).
+
+    >>> schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    >>> print(decision_grammar("STOP", "CALL: ", schema, max_tokens=32).splitlines()[0])
+    start: "STOP" | "CALL: " args
+    """
+    budget = max_tokens - count(call_prefix) - 1
+    return f"start: {_lark_string(stop)} | {_lark_string(call_prefix)} args\nargs: {_json_rule(arguments, budget, count, 'the call arguments')}"
 
 
 # What a constrained final answer opens and closes with, by final-prompt style (agents.prompts).

@@ -81,11 +81,11 @@ FINAL_BOXED_TEMPLATE = FINAL_TEMPLATES["boxed"]
 
 # `{{` / `}}` are the reference's str.format escapes (the model must see `\boxed{}`);
 # the placeholder alternation is matched in the same single pass.
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(prompt|memory|chunk)\}")
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{(prompt|memory|chunk|retrieve|retrieval_history)\}")  # InfMem adds the last two
 
 
 def fill_template(template: str, **values: str) -> str:
-    """Substitute ``{prompt}``, ``{memory}`` and ``{chunk}`` in one literal pass.
+    """Substitute ``{prompt}``, ``{memory}`` and ``{chunk}`` (InfMem: ``{retrieve}``, ``{retrieval_history}``) in one literal pass.
 
     Unlike ``str.format`` applied twice (or ``str.replace`` per key), substituted text
     is never scanned again, so a document containing ``{memory}`` stays literal.

@@ -198,3 +198,15 @@ def load_embeddings(spec: str | Path | None = None, *, device: str = "cpu") -> S
         raise EmbeddingModelError(f"embedding model directory {str(model_dir)!r} does not exist")
     with _LOADING:
         return _load_cached(str(model_dir.resolve()), device)
+
+
+def resolve_embeddings(embeddings: Embeddings | str | Path | None) -> Embeddings:
+    """``embeddings`` itself, or the sentence-transformers model its path names (``None``: the embedded MiniLM)."""
+    if embeddings is None or isinstance(embeddings, (str, Path)):
+        return load_embeddings(embeddings)
+    if not isinstance(embeddings, Embeddings):
+        raise TypeError(
+            f"embeddings must be a LangChain Embeddings, a sentence-transformers model directory or None "
+            f"(the embedded all-MiniLM-L6-v2), got {type(embeddings).__name__}"
+        )
+    return embeddings

@@ -27,7 +27,7 @@ from ..agents.calls import AnswerOutput, QuestionInput, acall_model, call_model,
 from ..agents.compiled_graph import RecursionSizedGraph, node
 from ..agents.prompts import ANSWER_FORMATS, FinalPromptStyle, answer_template, fill_template
 from ..agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
-from .embeddings import load_embeddings
+from .embeddings import resolve_embeddings
 from .full_context import answer_update
 
 
@@ -163,17 +163,6 @@ class _RagSteps:
         return self._update(await acall_model(self.answer_model, [HumanMessage(self._prompt(state))], "RAG answer", self.model))
 
 
-def _resolve_embeddings(embeddings: Embeddings | str | Path | None) -> Embeddings:
-    if embeddings is None or isinstance(embeddings, (str, Path)):
-        return load_embeddings(embeddings)
-    if not isinstance(embeddings, Embeddings):
-        raise TypeError(
-            f"embeddings must be a LangChain Embeddings, a sentence-transformers model directory or None "
-            f"(the embedded all-MiniLM-L6-v2), got {type(embeddings).__name__}"
-        )
-    return embeddings
-
-
 def build_rag_graph(
     model: BaseChatModel,
     *,
@@ -222,7 +211,7 @@ def build_rag_graph(
     steps = _RagSteps(
         model,
         resolve_tokenizer(tokenizer, model),
-        _resolve_embeddings(embeddings),
+        resolve_embeddings(embeddings),
         chunk_tokens=chunk_tokens,
         top_k=top_k,
         answer_tokens=answer_tokens,

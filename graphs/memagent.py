@@ -82,7 +82,7 @@ class MemAgentState(MemAgentOutput, total=False):
     document_owner: str  # the user whose namespace holds the chunks during the run
 
 
-def _chunks_namespace(state: Any) -> tuple[str, ...]:
+def chunks_namespace(state: Any) -> tuple[str, ...]:
     """Where the run's chunks live: under its user, then MemAgent's documents, then the run's document."""
     return (state["document_owner"], *DOCUMENTS_NAMESPACE, state["document_id"])
 
@@ -108,11 +108,11 @@ class MemAgentConfig:
             raise ValueError(f"constrained_answer must be True, False or None (where the model decodes grammars), got {self.constrained_answer!r}")
 
 
-def _chunk_key(index: int) -> str:
+def chunk_key(index: int) -> str:
     return f"{index:08d}"
 
 
-class _MemAgentSteps:
+class MemAgentSteps:
     """The node functions; sync and async kept symmetric, shared logic in plain helpers."""
 
     def __init__(self, model: BaseChatModel, codec: TokenCodec, config: MemAgentConfig, own_store: BaseStore):
@@ -142,7 +142,7 @@ class _MemAgentSteps:
 
     @staticmethod
     def _puts(namespace: tuple[str, ...], first: int, group: list[str]) -> list[PutOp]:
-        return [PutOp(namespace, _chunk_key(first + i), {"text": text}, index=False) for i, text in enumerate(group)]
+        return [PutOp(namespace, chunk_key(first + i), {"text": text}, index=False) for i, text in enumerate(group)]
 
     @staticmethod
     def _start(where: dict[str, str], num_chunks: int) -> dict[str, Any]:
@@ -161,7 +161,7 @@ class _MemAgentSteps:
     @staticmethod
     def _new_document(runtime: Runtime[Any]) -> tuple[dict[str, str], tuple[str, ...]]:
         where = {"document_owner": owner_label(runtime), "document_id": uuid.uuid4().hex}
-        return where, _chunks_namespace(where)
+        return where, chunks_namespace(where)
 
     def chunk_document(self, state: MemAgentState, store: BaseStore | None, runtime: Runtime[Any]) -> dict[str, Any]:
         store = self._store(store)
@@ -182,13 +182,18 @@ class _MemAgentSteps:
         return self._start(where, written)
 
     # update_memory ----------------------------------------------------------------
-    def _memory_messages(self, state: MemAgentState, item: Any) -> list[BaseMessage]:
+    @staticmethod
+    def _chunk(state: MemAgentState, item: Any) -> str:
+        """The text of the chunk ``item`` read from the store, or a clear error when the store lost it."""
         if item is None:
             raise LookupError(
                 f"chunk {state['chunks_read']} of document {state['document_id']} is missing from the store; "
                 "resume with the same graph (or the same persistent store) that started the run"
             )
-        return [HumanMessage(memory_update_prompt(state["question"], state["memory"], item.value["text"]))]
+        return item.value["text"]
+
+    def _memory_messages(self, state: MemAgentState, item: Any) -> list[BaseMessage]:
+        return [HumanMessage(memory_update_prompt(state["question"], state["memory"], self._chunk(state, item)))]
 
     def _after_memory(self, state: MemAgentState, reply: BaseMessage) -> dict[str, Any]:
         index = state["chunks_read"]
@@ -207,14 +212,14 @@ class _MemAgentSteps:
 
     def update_memory(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
         store = self._store(store)
-        item = store.get(_chunks_namespace(state), _chunk_key(state["chunks_read"]))
+        item = store.get(chunks_namespace(state), chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
         reply = call_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
         return self._after_memory(state, reply)
 
     async def aupdate_memory(self, state: MemAgentState, store: BaseStore | None) -> dict[str, Any]:
         store = self._store(store)
-        item = await store.aget(_chunks_namespace(state), _chunk_key(state["chunks_read"]))
+        item = await store.aget(chunks_namespace(state), chunk_key(state["chunks_read"]))
         messages = self._memory_messages(state, item)
         reply = await acall_model(self.memory_model, messages, f"memory update for chunk {state['chunks_read']}", self.model)
         return self._after_memory(state, reply)
@@ -224,8 +229,8 @@ class _MemAgentSteps:
         return [HumanMessage(final_prompt(state["question"], state["memory"], self.config.final_prompt))]
 
     def _after_answer(self, state: MemAgentState, reply: BaseMessage) -> tuple[dict[str, Any], list[PutOp]]:
-        namespace = _chunks_namespace(state)
-        deletes = [PutOp(namespace, _chunk_key(i), None) for i in range(state["num_chunks"])]
+        namespace = chunks_namespace(state)
+        deletes = [PutOp(namespace, chunk_key(i), None) for i in range(state["num_chunks"])]
         update = {
             "response": reply.text,
             "answer": extract_answer(reply.text, self.config.final_prompt),
@@ -270,6 +275,7 @@ class MemAgentGraph(RecursionSizedGraph):
     graph_attributes = ("memagent_config", "memagent_codec")
     memagent_config: MemAgentConfig
     memagent_codec: TokenCodec
+    steps_per_chunk = 1  # graph steps a chunk takes (InfMem: PreThink, Retrieve, Write)
 
     def prepare_config(self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]) -> RunnableConfig:
         if self.checkpointer not in (None, False):
@@ -282,10 +288,10 @@ class MemAgentGraph(RecursionSizedGraph):
     def steps_needed(self, input: Any, config: RunnableConfig) -> int:
         if isinstance(input, dict) and isinstance(input.get("document"), str):
             max_tokens = 4 * len(input["document"]) + 1  # a character is at most 4 UTF-8 bytes
-            return _FIXED_STEPS + math.ceil(max_tokens / self.memagent_config.chunk_tokens)
+            return _FIXED_STEPS + self.steps_per_chunk * math.ceil(max_tokens / self.memagent_config.chunk_tokens)
         if input is None and self.checkpointer not in (None, False) and config.get("configurable"):
             values = self.get_state(config).values
-            return _FIXED_STEPS + values.get("num_chunks", 0) - values.get("chunks_read", 0)
+            return _FIXED_STEPS + self.steps_per_chunk * (values.get("num_chunks", 0) - values.get("chunks_read", 0))
         return _FIXED_STEPS
 
     def _restore_chunks(self, values: dict[str, Any], config: RunnableConfig) -> None:
@@ -299,8 +305,8 @@ class MemAgentGraph(RecursionSizedGraph):
         store = self.store
         if not document_id or remaining <= 0 or store is None:
             return
-        namespace = _chunks_namespace(values)
-        if store.get(namespace, _chunk_key(values["chunks_read"])) is not None:
+        namespace = chunks_namespace(values)
+        if store.get(namespace, chunk_key(values["chunks_read"])) is not None:
             return
         thread = {"configurable": {k: v for k, v in config["configurable"].items() if k in ("thread_id", "checkpoint_ns")}}
         for saved in self.checkpointer.list(thread):
@@ -308,13 +314,13 @@ class MemAgentGraph(RecursionSizedGraph):
             if document:
                 chunks = chunk_text(document, self.memagent_codec, self.memagent_config.chunk_tokens)
                 if len(chunks) == values["num_chunks"]:
-                    store.batch([PutOp(namespace, _chunk_key(i), {"text": t}, index=False) for i, t in enumerate(chunks)])
+                    store.batch([PutOp(namespace, chunk_key(i), {"text": t}, index=False) for i, t in enumerate(chunks)])
                     logger.info("restored %d chunks of document %s from its checkpoint", len(chunks), document_id)
                 return
 
 
 # Role markers the chat template wraps a user message in (SmolLM2/Qwen: about 10 tokens).
-_CHAT_MARKUP_TOKENS = 16
+CHAT_MARKUP_TOKENS = 16
 
 
 def _check_window(config: MemAgentConfig, codec: TokenCodec, window: int | None) -> None:
@@ -329,7 +335,7 @@ def _check_window(config: MemAgentConfig, codec: TokenCodec, window: int | None)
         return
 
     def template(text: str) -> int:
-        return len(codec.encode_batch([text])[0]) + _CHAT_MARKUP_TOKENS
+        return len(codec.encode_batch([text])[0]) + CHAT_MARKUP_TOKENS
 
     update, memory = template(memory_update_prompt("", "", "")), config.memory_tokens
     if config.chunk_tokens + 2 * memory + update > window:
@@ -415,7 +421,7 @@ def build_memagent_graph(
     codec = resolve_tokenizer(tokenizer, model)
     _check_window(config, codec, context_window(model))
     own_store = store if store is not None else InMemoryStore()
-    steps = _MemAgentSteps(model, codec, config, own_store)
+    steps = MemAgentSteps(model, codec, config, own_store)
     builder = StateGraph(MemAgentState, context_schema=UserContext, input_schema=MemAgentInput, output_schema=MemAgentOutput)
     builder.add_node("chunk_document", node(steps.chunk_document, steps.achunk_document))
     builder.add_node("update_memory", node(steps.update_memory, steps.aupdate_memory))

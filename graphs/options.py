@@ -50,6 +50,17 @@ class MemAgentOptions(AnswerOptions):
 
 
 @dataclass(frozen=True)
+class InfMemOptions(MemAgentOptions):
+    """InfMem (arXiv 2602.02704): MemAgent's loop with a PreThink decision, retrieval over the chunks read, an early stop."""
+
+    prethink_tokens: int = option(1024, "InfMem: generation limit of a PreThink decision (InfMem paper's code: 1024).")
+    infmem_unit_tokens: int = option(500, "InfMem: tokens per retrievable passage of the chunks read (InfMem paper's code: 500).")
+    infmem_top_k: int = option(4, "InfMem: most passages one retrieval returns (InfMem paper's code at its release: 4).")
+    infmem_early_stop: int = option(3, "InfMem: consecutive STOP decisions that end the reading (InfMem paper's code: 3).")
+    embeddings_model: str | None = option(None, "Sentence-transformers directory for memory search (default: the embedded MiniLM).")
+
+
+@dataclass(frozen=True)
 class FullContextOptions(AnswerOptions):
     """The whole document in one prompt, center-truncated to fit."""
 
@@ -147,6 +158,7 @@ BUILT_IN_OPTIONS: dict[str, type[AnswerOptions]] = {
     "sumer": SumerOptions,
     "agemem": AgeMemOptions,
     "langmem": LangMemOptions,
+    "infmem": InfMemOptions,
 }
 
 

@@ -6,7 +6,7 @@ comparison harness, the trainer's rollouts and the graphs ``langgraph dev`` serv
 graph is its own module, one :func:`register_graph` line and its tests.
 
 >>> sorted(GRAPHS)
-['agemem', 'full_context', 'langmem', 'memagent', 'rag', 'sumer']
+['agemem', 'full_context', 'infmem', 'langmem', 'memagent', 'rag', 'sumer']
 >>> build_graph("memagent", load_chat_model("vllm:m", base_url="http://127.0.0.1:8000/v1"),
 ...             GraphOptions(chunk_tokens=2000), "tiktoken:gpt2").memagent_config.chunk_tokens  # doctest: +SKIP
 2000
@@ -25,11 +25,13 @@ from ..baselines.full_context import build_full_context_graph
 from ..baselines.langmem_graph import build_langmem_graph
 from ..baselines.rag import build_rag_graph
 from ..baselines.sumer import build_sumer_graph
+from .infmem import build_infmem_graph
 from .memagent import build_memagent_graph
 from .options import (
     AgeMemOptions,
     FullContextOptions,
     GraphOptions,
+    InfMemOptions,
     LangMemOptions,
     MemAgentOptions,
     RAGOptions,
@@ -139,6 +141,15 @@ def _memagent(model: BaseChatModel, options: MemAgentOptions, tokenizer: Any, **
     )
 
 
+def _infmem(model: BaseChatModel, options: InfMemOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
+    return build_infmem_graph(
+        model, chunk_tokens=options.chunk_tokens, memory_tokens=options.memory_tokens, answer_tokens=options.answer_tokens,
+        prethink_tokens=options.prethink_tokens, unit_tokens=options.infmem_unit_tokens, max_top_k=options.infmem_top_k,
+        early_stop_after=options.infmem_early_stop, embeddings=_embeddings(options), tokenizer=tokenizer,
+        final_prompt=options.final_prompt, **graph_kwargs,
+    )
+
+
 def _full_context(model: BaseChatModel, options: FullContextOptions, tokenizer: Any, **graph_kwargs: Any) -> Any:
     return build_full_context_graph(
         model, max_input_tokens=options.max_input_tokens, answer_tokens=options.answer_tokens, tokenizer=tokenizer,
@@ -226,6 +237,15 @@ register_graph("agemem", _agemem, options=AgeMemOptions, training_defaults={
     "scale_rewards": PaperDefault("group", "AgeMem paper (arXiv 2601.01885): step-wise GRPO, group-normalised advantage"),
 })
 register_graph("langmem", _langmem, options=LangMemOptions)
+_INFMEM = "InfMem reference code (UCMP13753/InfMem, recurrent/impls/infmem.py and its RL script)"
+register_graph("infmem", _infmem, document_input, options=InfMemOptions, training_defaults={
+    "reward_metric": PaperDefault("strict_boxed", f"{_INFMEM}: exact match of the last \\boxed{{}} answer"),
+    "num_generations": PaperDefault(4, f"{_INFMEM}: 4 rollouts per question"),
+    "beta": PaperDefault(1e-3, f"{_INFMEM}: KL loss 0.001"),
+    "epsilon_high": PaperDefault(0.2, f"{_INFMEM}: clip 0.2 on both sides"),
+    "scale_rewards": PaperDefault("none", f"{_INFMEM}: A = R - group mean, no std division"),
+    "loss_aggregation": PaperDefault("token", f"{_INFMEM}: verl's token-level mean"),
+})
 
 
 __all__ = [

@@ -21,7 +21,10 @@ read with its options from environment variables when the server imports this mo
 - ``MEMAGENT_TOKENIZER``: tokenizer for chunking and token counts, a local directory or
   ``tiktoken:<encoding>``; required for hosted models, local models use their own.
 - ``MEMAGENT_CHUNK_TOKENS``, ``MEMAGENT_MEMORY_TOKENS``, ``MEMAGENT_ANSWER_TOKENS``:
-  MemAgent budgets (default 5000, 1024, 1024: the MemAgent paper's).
+  MemAgent budgets (default 5000, 1024, 1024: the MemAgent paper's), InfMem's too.
+- ``MEMAGENT_PRETHINK_TOKENS``, ``MEMAGENT_INFMEM_UNIT_TOKENS``, ``MEMAGENT_INFMEM_TOP_K``: InfMem's
+  decision, passage and retrieval budgets (default 64, 250, 2: ours, so that InfMem fits an 8K
+  window beside MemAgent's paper budgets; the InfMem reference's 1024, 500, 4 need a longer one).
 
 - ``MEMAGENT_STORE_URL``: a PostgreSQL URL (``postgresql://user@host:port/db``). SUMER's and
   AgeMem's memory banks and LangMem's memories are kept there (a ``PostgresStore``), so they
@@ -52,6 +55,7 @@ from langgraph.store.base import BaseStore
 from ..agents.extras import needs_extra
 from ..agents.loading import EMBEDDED_MODELS, load_chat_model, model_directory
 from ..agents.tokenizers import TokenCodec, resolve_tokenizer
+from .infmem import InfMemGraph
 from .memagent import MemAgentConfig, MemAgentGraph
 from .options import GraphOptions
 from .registry import build_graph
@@ -59,6 +63,8 @@ from .registry import build_graph
 
 DEFAULT_MODEL = "smollm2-135m"
 _PAPER = MemAgentConfig()  # MemAgent paper budgets (arXiv 2507.02259), the defaults below
+# InfMem's served budgets (ours): with MemAgent's paper budgets its write and PreThink prompts fit an 8K window.
+_SERVED_INFMEM = {"prethink_tokens": 64, "infmem_unit_tokens": 250, "infmem_top_k": 2}
 
 
 def _env_number(environ: Mapping[str, str], name: str, kind: type, default: Any = None) -> Any:
@@ -143,6 +149,7 @@ def served_options(environ: Mapping[str, str] = os.environ) -> GraphOptions:
         chunk_tokens=_env_number(environ, "MEMAGENT_CHUNK_TOKENS", int, _PAPER.chunk_tokens),
         memory_tokens=_env_number(environ, "MEMAGENT_MEMORY_TOKENS", int, _PAPER.memory_tokens),
         answer_tokens=_env_number(environ, "MEMAGENT_ANSWER_TOKENS", int, _PAPER.answer_tokens),
+        **{name: _env_number(environ, f"MEMAGENT_{name.upper()}", int, default) for name, default in _SERVED_INFMEM.items()},
     )
 
 
@@ -187,9 +194,21 @@ def build_served_memagent(model: BaseChatModel, tokenizer: Any, environ: Mapping
     >>> graph.memagent_config.chunk_tokens, graph.store, graph.checkpointer  # doctest: +SKIP
     (2000, None, None)
     """
-    graph = build_graph("memagent", model, served_options(environ), tokenizer, name="memagent")
-    # build_memagent_graph always attaches a store (an in-memory one by default); the
-    # server brings its own and rejects graphs that carry one.
+    return _without_store(build_graph("memagent", model, served_options(environ), tokenizer, name="memagent"))
+
+
+def build_served_infmem(model: BaseChatModel, tokenizer: Any, environ: Mapping[str, str] = os.environ) -> InfMemGraph:
+    """InfMem for a LangGraph server, like :func:`build_served_memagent`: its chunks and passages go to the server's store."""
+    try:
+        graph = build_graph("infmem", model, served_options(environ), tokenizer, name="infmem")
+    except ValueError as error:  # the server's start-up log must say which variables to change
+        raise ValueError(f"served InfMem: {error} (MEMAGENT_PRETHINK_TOKENS, MEMAGENT_INFMEM_UNIT_TOKENS, MEMAGENT_INFMEM_TOP_K)") from None
+    return _without_store(graph)
+
+
+def _without_store(graph: Any) -> Any:
+    # The reading graphs always attach a store (an in-memory one by default); the server
+    # brings its own and rejects graphs that carry one.
     return graph.copy(update={"store": None})
 
 
@@ -197,6 +216,7 @@ model = served_model()
 # Resolved once and passed to every graph: a local model's own ``tokenizer`` would load its weights.
 tokenizer = served_codec()
 memagent = build_served_memagent(model, tokenizer)
+infmem = build_served_infmem(model, tokenizer)
 # The tool graphs keep their memories in MEMAGENT_STORE_URL's store, else in their own
 # in-process stores; the store sits inside each graph's memory, never on the graph itself.
 store = served_store()

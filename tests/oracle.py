@@ -16,7 +16,8 @@ QUESTION = "What is the magic number?"
 NEEDLE = "The magic number is 4242."
 DOCUMENT = " ".join(["The grass is green and the sky is blue."] * 120 + [NEEDLE] + ["Rivers run to the sea."] * 120)
 _NUMBER = re.compile(r"magic number is (\d+)")
-OPTIONS = GraphOptions(chunk_tokens=300, memory_tokens=32, answer_tokens=16, memory_item_tokens=200, turn_tokens=64)
+OPTIONS = GraphOptions(chunk_tokens=300, memory_tokens=32, answer_tokens=16, memory_item_tokens=200, turn_tokens=64,
+                       prethink_tokens=32, infmem_unit_tokens=100)
 
 
 def oracle(messages: list[Any], tools: list[dict[str, Any]]) -> AIMessage | str:
@@ -25,6 +26,12 @@ def oracle(messages: list[Any], tools: list[dict[str, Any]]) -> AIMessage | str:
     last, system = messages[-1], messages[0].text
     if "<section>" in last.text:  # a MemAgent memory update: keep the needle once seen
         found = _NUMBER.search(section(last.text))
+        return found.group(0) if found else memory(last.text)
+    if "Retrieval Planner" in last.text:  # InfMem's PreThink: stop once the memory holds the needle, else search
+        held = _NUMBER.search(last.text.split("CURRENT MEMORY:")[1])
+        return "STOP" if held else '✿FUNCTION✿: retrievesearch\n✿ARGS✿: {"query": "magic number", "top_k": 1}'
+    if "<recurrent_chunk>" in last.text:  # InfMem's write: keep the needle from the passages or the chunk
+        found = _NUMBER.search(last.text.split("<memory>")[0])
         return found.group(0) if found else memory(last.text)
     if "Memory" in names:  # LangMem's extraction
         found = _NUMBER.search(last.text)

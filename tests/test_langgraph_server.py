@@ -16,7 +16,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_memagent.agents.tokenizers import chunk_text
-from langgraph_memagent.graphs.served import build_served_memagent, served_codec, served_model, served_tokenizer
+from langgraph_memagent.graphs.served import build_served_infmem, build_served_memagent, served_codec, served_model, served_tokenizer
 from scripted_model import ScriptedChatModel
 from servers import ServerUnavailable, langgraph_dev_server, postgres_server
 
@@ -64,6 +64,20 @@ def test_served_memagent_reads_budgets_from_env_and_survives_copies(smollm2_code
     result = served.invoke({"question": "q?", "document": "word " * 100})
     assert result["answer"] == "42"
     assert result["chunks_read"] == result["num_chunks"] >= 2
+
+
+def test_served_infmem_fits_the_embedded_window_and_reads_its_budgets_from_env(smollm2_codec) -> None:
+    from langgraph_memagent.agents.loading import load_chat_model
+
+    # The default served budgets (MemAgent's paper budgets, InfMem's served ones) fit the embedded model's 8K window.
+    graph = build_served_infmem(load_chat_model("smollm2-135m"), smollm2_codec, {})
+    assert (graph.memagent_config.chunk_tokens, graph.memagent_config.prethink_tokens, graph.memagent_config.max_top_k) == (5000, 64, 2)
+    assert graph.store is None and graph.checkpointer is None
+    env = {"MEMAGENT_CHUNK_TOKENS": "64", "MEMAGENT_PRETHINK_TOKENS": "48", "MEMAGENT_INFMEM_UNIT_TOKENS": "32", "MEMAGENT_INFMEM_TOP_K": "3"}
+    config = build_served_infmem(ScriptedChatModel(responder=str), smollm2_codec, env).memagent_config
+    assert (config.chunk_tokens, config.prethink_tokens, config.unit_tokens, config.max_top_k) == (64, 48, 32, 3)
+    with pytest.raises(ValueError, match="MEMAGENT_INFMEM_TOP_K must be an integer, got 'all'"):
+        build_served_infmem(ScriptedChatModel(responder=str), smollm2_codec, {"MEMAGENT_INFMEM_TOP_K": "all"})
 
 
 def test_served_model_and_tokenizer_errors_name_the_variable(smollm2_codec) -> None:
@@ -182,6 +196,20 @@ def test_sdk_runs_tool_graphs_on_langgraph_dev(server_url, graph_id) -> None:
     assert {"answer", "response", "usage"} <= set(result)
     assert isinstance(result["response"], str)
     assert result["usage"]["llm_calls"] >= 1 and result["usage"]["input_tokens"] > 0
+
+
+@pytest.mark.server
+@pytest.mark.embedded
+def test_sdk_runs_infmem_on_langgraph_dev_with_its_pieces_in_the_users_store(server_url) -> None:
+    client = client_of(server_url, "alice")
+    result = client.runs.wait(None, "infmem", input={"question": QUESTION, "document": DOCUMENT}, raise_error=False)
+    assert "__error__" not in result, result.get("__error__")
+    assert {"answer", "response", "retrieval_history", "early_stop_chunk", "chunks_read", "usage"} <= set(result)
+    # A PreThink and a write per chunk read, the answer, and the PreThink that stopped early if one did.
+    assert result["usage"]["llm_calls"] == 2 * result["chunks_read"] + 1 + (result["early_stop_chunk"] is not None)
+    # Its chunks and passages lived in the server's store, under the user, only for the run.
+    for namespace in (["alice", "memagent", "documents"], ["alice", "infmem", "units"]):
+        assert client.store.search_items(namespace)["items"] == []
 
 
 @pytest.mark.server

@@ -56,7 +56,7 @@ def test_build_graph_takes_the_graphs_own_class_and_refuses_another_in_one_line(
 def test_the_trainer_refuses_what_its_graph_does_not_read_from_the_options_classes():
     assert "memory_tokens" in other_graph_options("sumer") and "search_reply" not in other_graph_options("sumer")
     assert "chunk_tokens" not in other_graph_options("sumer")  # the trainer's chunk_tokens is every graph's piece
-    with pytest.raises(ValueError, match="memory_tokens is an option of graph 'memagent' and does nothing with graph 'sumer', got 64"):
+    with pytest.raises(ValueError, match="memory_tokens is an option of graphs 'memagent', 'infmem' and does nothing with graph 'sumer', got 64"):
         MultiConvGRPOConfig(output_dir="/tmp/x", bf16=False, graph="sumer", reward_metric="f1", memory_tokens=64)
 
 

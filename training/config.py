@@ -72,7 +72,8 @@ HELP_SECTIONS: dict[str, tuple[str, ...]] = {
     ),
     "model": ("model_name_or_path", "finetuning", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "init_adapter"),
     "graph (the options of `memagent compare`, same names)": (
-        "graph", "chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt", "turn_tokens", "max_context_tokens", "max_turns",
+        "graph", "chunk_tokens", "memory_tokens", "answer_tokens", "final_prompt", "turn_tokens", "prethink_tokens", "infmem_unit_tokens",
+        "infmem_top_k", "infmem_early_stop", "max_context_tokens", "max_turns",
         "max_parallel_calls", "search_context", "agemem_turns_per_message", "agemem_distractor_messages", "embeddings_model",
         "tool_choice",
     ),
@@ -208,6 +209,10 @@ class MultiConvGRPOConfig(GRPOConfig):
     answer_tokens: int = graph_option("answer_tokens")
     final_prompt: str = graph_option("final_prompt")
     turn_tokens: int | None = graph_option("turn_tokens")
+    prethink_tokens: int = graph_option("prethink_tokens")
+    infmem_unit_tokens: int = graph_option("infmem_unit_tokens")
+    infmem_top_k: int = graph_option("infmem_top_k")
+    infmem_early_stop: int = graph_option("infmem_early_stop")
     max_context_tokens: int | None = field(
         default=None,
         metadata={
@@ -510,7 +515,8 @@ class MultiConvGRPOConfig(GRPOConfig):
             problems.append(f"learning_rate must be > 0, got {self.learning_rate!r}")
         positive = (
             "chunk_tokens", "memory_tokens", "answer_tokens", "turn_tokens", "max_context_tokens", "max_turns",
-            "max_parallel_calls", "agemem_turns_per_message", "agemem_turn_limit",
+            "max_parallel_calls", "agemem_turns_per_message", "agemem_turn_limit", "prethink_tokens", "infmem_unit_tokens", "infmem_top_k",
+            "infmem_early_stop",
             "judge_max_tokens", "generation_max_batch_size", "num_train_samples", "target_tokens", "num_keys",
             "per_device_train_batch_size", "max_tokens_per_forward",
         )
