@@ -455,10 +455,11 @@ def _run_job(
             "prompt_tokens": sum(p or 0 for p, _ in recorder.calls),
             "completion_tokens": sum(c or 0 for _, c in recorder.calls),
             "graph_usage": usage,
-            # Graph-specific numbers (chunks read, turns used, tool calls by name, ...) and why a tool loop stopped.
+            # Graph-specific numbers (chunks read, turns used, tool calls by name, ...), why a tool loop stopped and
+            # where InfMem stopped reading (None: it read every chunk).
             "details": {
                 k: v for k, v in output.items()
-                if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values()))) or k == "stop_reason"
+                if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values()))) or k in ("stop_reason", "early_stop_chunk")
             },
             "seconds": round(seconds, 3),
             "concurrency": concurrency,  # samples run at once: the wall time depends on it

@@ -211,6 +211,7 @@ class InfMemOutput(MemAgentOutput, total=False):
     """What a run returns: MemAgent's output plus InfMem's decisions."""
 
     retrieval_history: list[dict[str, Any]]  # every retrievesearch call: query, top_k and the chunk it came before
+    retrievals: int  # how many calls retrieved (the length of retrieval_history)
     early_stop_chunk: int | None  # chunks read when the early stop fired; None when every chunk was read
 
 
@@ -296,7 +297,8 @@ class _InfMemSteps(MemAgentSteps):
     @staticmethod
     def _start(where: dict[str, str], num_chunks: int) -> dict[str, Any]:
         start = MemAgentSteps._start(where, num_chunks)
-        return {**start, "retrieval_history": [], "early_stop_chunk": None, "stop_streak": 0, "decision": "none", "retrieved": "", "units_indexed": 0}
+        return {**start, "retrieval_history": [], "retrievals": 0, "early_stop_chunk": None, "stop_streak": 0, "decision": "none", "retrieved": "",
+                "units_indexed": 0}
 
     # prethink ---------------------------------------------------------------------
     def _history_text(self, state: InfMemState) -> str:
@@ -320,6 +322,7 @@ class _InfMemSteps(MemAgentSteps):
         update: dict[str, Any] = {"decision": decision, "stop_streak": streak, "usage": add_usage(state["usage"], reply)}
         if decision == "retrieve":
             update["retrieval_history"] = [*state["retrieval_history"], {"query": query, "top_k": top_k, "chunk": state["chunks_read"]}]
+            update["retrievals"] = state["retrievals"] + 1
         if streak >= self.config.early_stop_after:
             update["early_stop_chunk"] = state["chunks_read"]
         return update

@@ -76,7 +76,7 @@ def test_retrieval_searches_only_the_chunks_already_read(smollm2_codec):
     assert tag(writes[1], "retrieved_chunk").startswith("[Retrieved #1] ") and NEEDLE in tag(writes[1], "retrieved_chunk")
     assert tag(writes[1], "retrieved_chunk").count("[Retrieved #") == 2  # the call's top_k
     assert NEEDLE in tag(writes[0], "recurrent_chunk") and NEEDLE not in tag(writes[1], "recurrent_chunk")
-    assert result["answer"] == "7654321" and [call["chunk"] for call in result["retrieval_history"]] == [0, 1]
+    assert result["answer"] == "7654321" and [call["chunk"] for call in result["retrieval_history"]] == [0, 1] and result["retrievals"] == 2
     history = [prompt for prompt in model.prompts if "Retrieval Planner" in prompt][1]
     assert "Step 1: query='special magic number for tidy-cat', top_k=2" in history
 

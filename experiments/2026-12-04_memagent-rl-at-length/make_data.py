@@ -25,9 +25,11 @@ TASKS = ("niah_single_1", "niah_multikey_2", "niah_multivalue", "niah_multiquery
 WORD_KEY_TASKS = {"niah_single_1", "niah_multikey_2", "niah_multivalue", "niah_multiquery"}
 
 
-def task_samples(task: str, length: int, codec, count: int, seed: int, key_pool: str) -> list:
-    """``count`` RULER samples of ``task`` at ``length`` tokens; NIAH keys from ``key_pool`` (VT has none)."""
-    options = {"key_pool": key_pool} if task in WORD_KEY_TASKS else {}
+def task_samples(task: str, length: int, codec, count: int, seed: int, key_pool: str, **options) -> list:
+    """``count`` RULER samples of ``task`` at ``length`` tokens; NIAH keys from ``key_pool`` (VT has none); ``options``: the
+    task's own (``evals.ruler.generate_task``, e.g. VT's ``num_hops``)."""
+    if task in WORD_KEY_TASKS:
+        options["key_pool"] = key_pool
     return generate_task(task, length, codec=codec, num_samples=count, seed=seed, **options)
 
 

@@ -53,6 +53,8 @@ def main() -> None:
     parser.add_argument("--adapter", type=Path, help="a LoRA checkpoint to merge into the model (default: the untrained model)")
     parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda")
     parser.add_argument("--max-batch", type=int, default=8, help="most calls decoded together, and graph runs in flight")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, help="tasks to probe (default: the mix's five)")
+    parser.add_argument("--task-options", type=json.loads, default={}, help='task settings, e.g. \'{"vt": {"num_hops": 1}}\'')
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write (atomically)")
     args = parser.parse_args()
 
@@ -62,8 +64,8 @@ def main() -> None:
     graph = build_memagent_graph(model, chunk_tokens=1000, memory_tokens=128, answer_tokens=64)
     dev = SPLITS["dev"]
     # Every cell's rollouts in one batch, so a GPU decodes them together.
-    cells = [(task, length, task_samples(task, length, codec, args.questions, dev["seed"], dev["key_pool"]))
-             for task in TASKS for length in args.lengths]
+    cells = [(task, length, task_samples(task, length, codec, args.questions, dev["seed"], dev["key_pool"], **args.task_options.get(task, {})))
+             for task in args.tasks for length in args.lengths]
     drawn = [(cell, sample) for cell, (_, _, samples) in enumerate(cells) for sample in samples for _ in range(args.draws)]
     started = time.time()
     results = graph.batch([{"question": s.question, "document": s.document} for _, s in drawn], {"max_concurrency": args.max_batch})
