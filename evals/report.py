@@ -278,6 +278,30 @@ def locomo_tables(records: Sequence[dict[str, Any]]) -> str:
     return "".join(f"\n{part}\n" for part in parts)
 
 
+def early_stop_table(records: Sequence[dict[str, Any]]) -> str:
+    """Where graphs that may stop reading early (InfMem) stopped: per graph, task and length, the runs that stopped,
+    the share of chunks they had read, and the retrievals per run. Empty when no graph reports an early stop.
+
+    >>> print(early_stop_table([{"graph": "infmem", "task": "t", "length": "4K", "error": None,
+    ...     "details": {"early_stop_chunk": 2, "chunks_read": 2, "num_chunks": 8, "retrievals": 1}}]).strip().splitlines()[-1])
+    | infmem | t | 4K | 1 of 1 | 25% | 1.0 |
+    """
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        if "early_stop_chunk" in record.get("details", {}) and not record.get("error"):
+            groups.setdefault((record["graph"], record["task"], record["length"]), []).append(record["details"])
+    if not groups:
+        return ""
+    lines = ["| graph | task | length | stopped early | chunks read when stopped | retrievals per run |", "|---|---|---|---:|---:|---:|"]
+    for (graph, task, length), details in groups.items():
+        stopped = [d for d in details if d["early_stop_chunk"] is not None]
+        share = _mean([d["chunks_read"] / d["num_chunks"] for d in stopped if d.get("num_chunks")])
+        retrievals = _mean([d.get("retrievals") for d in details])
+        lines.append(f"| {graph} | {task} | {length} | {len(stopped)} of {len(details)} | "
+                     f"{'-' if share is None else f'{share:.0%}'} | {_number(retrievals, 'count')} |")
+    return "\n### Early stops\n\n" + "\n".join(lines) + "\n"
+
+
 def _locomo_row(record: dict[str, Any], judged: bool) -> dict[str, Any]:
     """A results line as :func:`summarize_locomo` reads it; a failed run counts WRONG when others were judged."""
     scores = record["locomo"]
@@ -310,7 +334,7 @@ def write_report(out: str | Path, *, flops_model: Any = None, context_window: in
     cells = summarize(records, flops_model=flops_model)
     model = records[0].get("model", "")
     metrics = {task: metric_line([r for r in records if r["task"] == task]) for task in dict.fromkeys(c.task for c in cells)}
-    markdown = _decoding_line(out) + markdown_tables(cells, model=model, metrics=metrics) + locomo_tables(records)
+    markdown = _decoding_line(out) + markdown_tables(cells, model=model, metrics=metrics) + locomo_tables(records) + early_stop_table(records)
     files = [out / "summary.md", out / "accuracy.csv", out / "cost.csv"]
     for path, text in zip(files, (markdown, accuracy_csv(cells), cost_csv(cells))):
         write_atomic(path, text)
