@@ -43,12 +43,11 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
-from ..agents.answers import extract_answer
 from ..agents.calls import acall_model, add_usage, call_model, positive_int
 from ..agents.compiled_graph import node
 from ..agents.constrained import decision_grammar
 from ..agents.loading import context_window
-from ..agents.prompts import MEMORY_START, FinalPromptStyle, fill_template
+from ..agents.prompts import FinalPromptStyle, fill_template
 from ..agents.tokenizers import TokenCodec, chunk_text, resolve_tokenizer
 from ..agents.users import UserContext
 from ..baselines.embeddings import resolve_embeddings
