@@ -32,16 +32,9 @@ from langgraph_memagent.training.held_out import SPLITS
 
 
 def chat_model(args: argparse.Namespace, model_dir: str) -> LocalChatModel:
-    """The embedded model as a batching chat model, with ``args.adapter`` merged in when given."""
-    options = {"temperature": args.temperature, "device": args.device, "max_batch_size": args.max_batch}
-    if args.adapter is None:
-        return LocalChatModel(model_path=model_dir, **options)
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    base = AutoModelForCausalLM.from_pretrained(model_dir)
-    merged = PeftModel.from_pretrained(base, str(args.adapter)).merge_and_unload().to(args.device).eval()
-    return LocalChatModel.from_model(merged, AutoTokenizer.from_pretrained(model_dir), **options)
+    """The embedded model as a batching chat model, with ``args.adapter`` merged in when given (the package's ``adapter=``)."""
+    return LocalChatModel(model_path=model_dir, temperature=args.temperature, device=args.device, max_batch_size=args.max_batch,
+                          adapter=args.adapter and str(args.adapter))
 
 
 def main() -> None:
