@@ -476,10 +476,13 @@ def config_from_args(args: argparse.Namespace) -> Any:
     ]
     if given and not args.data:
         raise ComparisonError(f"{', '.join(given)} only apply to --data files")
+    graphs = tuple(name.strip() for name in args.graphs.split(",") if name.strip())
     options = default_graph_options(args.model)
-    options = replace(options, **{f.name: getattr(args, f.name) for f in fields(options) if getattr(args, f.name) is not None})
+    given = {f.name: getattr(args, f.name) for f in fields(options) if getattr(args, f.name) is not None}
+    _refuse_unread_options(given, graphs)
+    options = replace(options, **given)
     return ComparisonConfig(
-        graphs=tuple(name.strip() for name in args.graphs.split(",") if name.strip()),
+        graphs=graphs,
         task=tuple(t.strip() for t in (args.task or "niah_single_1").split(",") if t.strip()),
         lengths=tuple(parse_lengths(args.lengths or "4k,8k,16k,32k")),
         samples=args.samples,
@@ -502,6 +505,22 @@ def config_from_args(args: argparse.Namespace) -> Any:
         flops_model=args.flops_model,
         progress=not args.quiet,
     )
+
+
+def _refuse_unread_options(given: dict[str, Any], graphs: Sequence[str]) -> None:
+    """A graph option set on the command line that none of ``graphs`` reads would change nothing: refused in one line."""
+    from .evals.lengths import ComparisonError
+    from .graphs.registry import GRAPHS
+
+    readers = {name: GRAPHS[name].options for name in GRAPHS}
+    if any(name not in readers or readers[name] is None for name in graphs):
+        return  # an unknown name is reported by the harness; a graph without an options class takes every option
+    read = {f.name for name in graphs for f in fields(readers[name])}
+    for option in sorted(set(given) - read):
+        flag = "--" + option.replace("_", "-")
+        owners = [name for name, cls in readers.items() if cls is not None and option in {f.name for f in fields(cls)}]
+        raise ComparisonError(f"{flag} is read by {', '.join(owners)}, none of the compared graphs ({','.join(graphs)}): "
+                              f"add one of them to --graphs or drop {flag}")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

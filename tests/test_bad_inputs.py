@@ -256,6 +256,7 @@ ROWS: list[Row] = [
     Row("compare", "--data that does not exist", ("'/nonexistent.json' does not exist",), cli("compare", "--graphs", "memagent", "--data", "/nonexistent.json", "--out", "{tmp}/o")),
     Row("compare", "--data together with --task", covered_by="test_harness.py::test_cli_data_with_task"),
     Row("compare", "--pool/--num-docs without --data", covered_by="test_harness.py::test_cli_data_options_need_data"),
+    Row("compare", "a graph option no compared graph reads", covered_by="test_options.py::test_compare_refuses_an_option_no_compared_graph_reads"),
     Row("compare", "another configuration in the same --out", covered_by="test_harness.py::test_another_configuration_in_the_same_directory_is_refused"),
     Row("compare", "a backend that is down", covered_by="test_harness.py::test_backend_down_stops_the_run_without_recording_samples"),
     Row("compare", "one sample failing", covered_by="test_harness.py::test_failing_sample_records_its_error_and_the_run_goes_on"),

@@ -8,7 +8,7 @@ import pytest
 from helpers import BYTES
 from scripted_model import ScriptedChatModel
 
-from langgraph_memagent.cli import build_parser, config_from_args
+from langgraph_memagent.cli import build_parser, config_from_args, main
 from langgraph_memagent.graphs.options import BUILT_IN_OPTIONS, GraphOptions, MemAgentOptions, RAGOptions, SumerOptions, options_for
 from langgraph_memagent.graphs.registry import GRAPHS, build_graph
 from langgraph_memagent.training.config import HELP_SECTIONS, MultiConvGRPOConfig, other_graph_options
@@ -33,7 +33,7 @@ def test_graph_options_is_the_union_and_a_shared_option_keeps_each_graphs_defaul
 
 def test_compare_flags_take_both_spellings_and_fill_the_union(tmp_path, capsys):
     def options(*argv):
-        args = build_parser().parse_args(["compare", "--model", "vllm:m", "--out", str(tmp_path), *argv])
+        args = build_parser().parse_args(["compare", "--model", "vllm:m", "--graphs", "memagent,rag,agemem", "--out", str(tmp_path), *argv])
         return config_from_args(args).graph_options
 
     dashed = options("--chunk-tokens", "700", "--rag-top-k", "3", "--agemem-write-mode", "line")
@@ -43,6 +43,17 @@ def test_compare_flags_take_both_spellings_and_fill_the_union(tmp_path, capsys):
         build_parser().parse_args(["compare", "--help"])
     help_text = capsys.readouterr().out
     assert "graph options: rag:" in help_text and "--rag-top-k" in help_text.split("graph options: rag:")[1]
+
+
+def test_compare_refuses_an_option_no_compared_graph_reads(tmp_path, capsys):
+    """Set for graphs that do not read it, a flag would change nothing: one line naming the graphs that do."""
+    code = main(["compare", "--graphs", "memagent,rag", "--prethink-tokens", "64", "--task", "niah_single_1", "--lengths", "1k",
+                 "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "--prethink-tokens is read by infmem, none of the compared graphs (memagent,rag)" in err, err
+    args = build_parser().parse_args(["compare", "--graphs", "infmem,rag", "--prethink-tokens", "64", "--out", str(tmp_path)])
+    assert config_from_args(args).graph_options.prethink_tokens == 64  # read by one of them: taken
 
 
 def test_build_graph_takes_the_graphs_own_class_and_refuses_another_in_one_line():
