@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -585,5 +586,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def entry() -> None:
+    """The ``memagent`` console script: :func:`main`, then an exit that does not wait for abandoned work.
+
+    A second Ctrl-C abandons ``compare``'s running samples, but a normal exit would join their
+    threads and keep computing them, silently, for as long as a long sample takes. Every finished
+    sample is already flushed to its results file, so an interrupted run ends at once.
+    """
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

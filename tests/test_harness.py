@@ -12,6 +12,8 @@ import json
 import re
 import signal
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -163,6 +165,22 @@ def test_ctrl_c_keeps_the_running_sample_and_says_it_is_waiting(tmp_path, capsys
     assert len(kept) == 1 and kept[0]["score"] == 1.0  # finished, not cut off
     resumed = run_comparison(config(tmp_path, concurrency=1), scripted())
     assert len(read_results(resumed.results)) == 4
+
+
+def test_an_interrupted_command_exits_without_waiting_for_abandoned_threads():
+    """After a second Ctrl-C, ``compare``'s abandoned samples keep running on worker threads, which a
+    normal exit would join: the console script (``cli.entry``) exits at once with 130 instead."""
+    script = ("import threading, time\n"
+              "from langgraph_memagent import cli\n"
+              "def main():\n"
+              "    threading.Thread(target=time.sleep, args=(60,)).start()  # an abandoned sample's thread\n"
+              "    return 130\n"
+              "cli.main = main\n"
+              "cli.entry()\n")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=50)
+    assert done.returncode == 130, done.stderr
+    assert time.monotonic() - started < 30  # not the thread's 60 s
 
 
 def test_more_graphs_or_lengths_reuse_finished_samples(tmp_path):
