@@ -6,10 +6,11 @@
 # The recipe (fixed before the run): the `cpu-smoke` preset's LoRA (r 16, alpha 32, lr 2e-4 constant
 # after 2 warm-up steps, T = 0.7, dynamic sampling 2 rounds) and MemAgent's registry objective
 # (Dr. GRPO advantage, clip 0.2/0.2, KL 1e-3, token-mean loss), at the inference budget (1000-token
-# chunks, 128-token memory, 64-token answer), G = 8, 2 questions a rollout batch, 2 optimizer steps
-# on each; the mix of make_data.py: 5 RULER tasks x 64 records at 1K, 2K, 4K and 8K tokens
-# (1K added as the way in for multi-value NIAH and VT, which earned no reward at 2K), training keys,
-# data seed = training seed. Three seeds train side by side for TRAIN_SECONDS of wall time each
+# chunks, 128-token memory, 64-token answer), G = 16, 2 questions a rollout batch, 2 optimizer steps
+# on each; the mix of make_data.py: 5 RULER tasks x 64 records at 300 tokens, 1K, 2K, 4K and 8K
+# (300 tokens as the way in for multi-value and multi-query NIAH: the dev probes found no signal for
+# them at 1K and 2K and some in every group at 300 with 16 draws; amended before any run), training
+# keys, data seed = training seed. Three seeds train side by side for TRAIN_SECONDS of wall time each
 # (checkpoints every 10 steps); the seeds are compared at the last step all three reached.
 #
 # Only the repository and at most 64 MiB travel a call, and the machine has PyTorch but none of
@@ -40,7 +41,8 @@ DEVICE=${DEVICE:-cuda}
 BF16=${BF16:-true}
 SEEDS=${SEEDS:-1 2 3}
 PER_TASK=${PER_TASK:-64}
-LENGTHS=${LENGTHS:-1000 2000 4000 8000}
+LENGTHS=${LENGTHS:-300 1000 2000 4000 8000}
+GROUP=${GROUP:-16}
 DEV_LENGTHS=${DEV_LENGTHS:-4000 16000}
 QUESTIONS=${QUESTIONS:-16}
 TRAIN_SECONDS=${TRAIN_SECONDS:-300}
@@ -99,7 +101,7 @@ train() {
     say "train ($TRAIN_SECONDS s a seed, side by side)"
     for seed in $SEEDS; do
         timeout $TRAIN_SECONDS $PY training/grpo_multiconv.py --preset cpu-smoke --train_file $G/train_seed$seed.jsonl \
-            --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 8 --per_device_train_batch_size 8 \
+            --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations $GROUP --per_device_train_batch_size $GROUP \
             --steps_per_generation 2 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps $SAVE_STEPS --save_only_model true --max_tokens_per_forward 16384 \
             --bf16 $BF16 --seed $seed --data_seed $seed --output_dir $G/run_seed$seed > $G/train_seed$seed.log 2>&1 &
     done
