@@ -457,7 +457,7 @@ def add_compare_parser(commands: Any) -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_backend_options(parser)
     add_graph_options(parser, note="Defaults: the demo's budget for smollm2-135m, the papers' otherwise. A flag sets the option in "
-                      "every graph that reads it; the underscore spelling (--chunk_tokens) is the trainer's and works too.")
+                      "every graph that reads it (one that no compared graph reads is refused); the underscore spelling (--chunk_tokens) is the trainer's and works too.")
     parser.set_defaults(handler=cmd_compare)
     return parser
 
@@ -517,7 +517,9 @@ def _refuse_unread_options(given: dict[str, Any], graphs: Sequence[str]) -> None
     if any(name not in readers or readers[name] is None for name in graphs):
         return  # an unknown name is reported by the harness; a graph without an options class takes every option
     read = {f.name for name in graphs for f in fields(readers[name])}
-    for option in sorted(set(given) - read):
+    unread = sorted(set(given) - read)
+    if unread:
+        option = unread[0]
         flag = "--" + option.replace("_", "-")
         owners = [name for name, cls in readers.items() if cls is not None and option in {f.name for f in fields(cls)}]
         raise ComparisonError(f"{flag} is read by {', '.join(owners)}, none of the compared graphs ({','.join(graphs)}): "
