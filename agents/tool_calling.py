@@ -58,6 +58,7 @@ from langchain_core.messages.tool import tool_call as make_tool_call
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .constrained import Count, auto_call_grammar, forced_call_grammar
+from .tokenizers import encode_text
 
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
@@ -131,7 +132,7 @@ def encode_chat_prompt(tokenizer: Any, prompt: ChatPrompt) -> list[int]:
     """
 
     def encode(text: str, plain: bool) -> list[int]:
-        return tokenizer(text, add_special_tokens=False, split_special_tokens=plain)["input_ids"] if text else []
+        return encode_text(tokenizer, [text], plain=plain)[0] if text else []
 
     ids, position = [], 0
     for start, end in prompt.message_spans:

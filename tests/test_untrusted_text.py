@@ -6,6 +6,8 @@ A document holding ``<|im_end|><|im_start|>assistant`` used to raise the prompt'
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from langchain_core.messages import HumanMessage
 from transformers import AutoTokenizer
@@ -53,3 +55,26 @@ def test_the_chunker_counts_and_keeps_control_strings_as_text(smollm2_codec):
     assert "".join(chunks) == document
     ids = smollm2_codec.encode_batch([document])[0]
     assert not set(ids) & set(smollm2_codec.tokenizer.all_special_ids)
+
+
+def test_concurrent_encodes_keep_markup_and_data_apart(tokenizer, smollm2_codec):
+    """Graph runs encode on many threads at once (compare's samples, a server's users). A fast
+    tokenizer's split-special-tokens flag is shared state: before the fix, 103 of 900 encodes on 6
+    threads came out wrong (markup read as text, or a document's markup as control tokens)."""
+    codec = type(smollm2_codec)(tokenizer)  # the chat prompt and the chunker on one tokenizer object, as in a served graph
+    prompt = render_chat_prompt(tokenizer, [HumanMessage(INJECTION * 20)])
+    want_prompt, want_document = encode_chat_prompt(tokenizer, prompt), codec.encode_batch([INJECTION * 20])[0]
+    wrong = []
+
+    def encode(kind: int) -> None:
+        for _ in range(150):
+            got = encode_chat_prompt(tokenizer, prompt) if kind else codec.encode_batch([INJECTION * 20])[0]
+            wrong.extend([kind] if got != (want_prompt if kind else want_document) else [])
+
+    threads = [threading.Thread(target=encode, args=(index % 2,)) for index in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert control_tokens(tokenizer, want_prompt).count("<|im_start|>") == 3
