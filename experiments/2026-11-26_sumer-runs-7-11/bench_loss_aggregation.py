@@ -3,14 +3,16 @@
 Every LLM call of a rollout is a training row. With ``--loss_aggregation token`` (the
 paper's default) all completion tokens of a batch count in one token mean, so a rollout
 weighs as much as its completion tokens; with ``rollout`` each rollout's tokens sum to one
-rollout's share. This takes the ``cpu-sumer`` rollout batch that ``bench_prefix_packing``
+rollout's share; with ``rollout_sum`` (SUMER's paper) each token weighs one over the group size,
+so a rollout weighs its token sum. This takes the ``cpu-sumer`` rollout batch that ``bench_prefix_packing``
 (``experiments/2026-11-26_sumer-prefix-tree-reading-step/``) saved (one training question, G = 8 rollouts; written anew when missing) and reports, for
 both ways:
 
 - each rollout's share of the loss weight, and its share of the advantage-weighted loss
   (|advantage| x weight: how much of the update each rollout drives);
 - the policy gradient of the batch (both optimizer steps' slices, summed as one rollout
-  batch's update): its norm, and the cosine between the two ways' gradients.
+  batch's update): its norm, and its cosine with the token mean's gradient; beside the norm,
+  the factor by which TRL's gradient clipping (``max_grad_norm``, 1.0 by default) scales it.
 
 ``.venv/bin/python experiments/2026-11-26_sumer-runs-7-11/bench_loss_aggregation.py`` (about 10 minutes on 2 cores with a saved
 batch; ``--rollouts FILE`` names the batch to reuse or write).
@@ -40,7 +42,7 @@ _prefix_packing = _load_prefix_packing()
 _rollouts, _trainer, optimizer_step_losses = _prefix_packing._rollouts, _prefix_packing._trainer, _prefix_packing.optimizer_step_losses
 
 NAME = "bench_loss_aggregation"
-WAYS = ("token", "rollout")
+WAYS = ("token", "rollout", "rollout_sum")
 
 
 def rollout_shares(rollouts: list, advantages: list[float], aggregation: str) -> dict[str, list[float]]:
@@ -105,17 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     gradients = {}
     for way in WAYS:
         gradients[way], losses = batch_gradient(trainer, rollouts, way, seed=0)
-        result[way] = {**rollout_shares(rollouts, advantages, way), "losses": losses,
-                       "gradient_norm": round(float(gradients[way].norm()), 6)}
+        norm = float(gradients[way].norm())
+        result[way] = {**rollout_shares(rollouts, advantages, way), "losses": losses, "gradient_norm": round(norm, 6),
+                       "clip_factor": round(min(1.0, trainer.args.max_grad_norm / norm), 6),
+                       "gradient_cosine_with_token": round(float(torch.nn.functional.cosine_similarity(gradients["token"], gradients[way], dim=0)), 4)}
         print(f"{way}: loss weight per rollout {result[way]['weight']}, gradient norm {result[way]['gradient_norm']}", flush=True)
-    result["gradient_cosine"] = round(float(torch.nn.functional.cosine_similarity(gradients["token"], gradients["rollout"], dim=0)), 4)
+    result["gradient_cosine"] = result["rollout"]["gradient_cosine_with_token"]
     result["peak_rss_gb"] = round(peak_rss() / 2**30, 2)
     result["other_cpu_cores"] = load.cores()
     write_result(NAME, result)
     longest = max(range(len(rollouts)), key=lambda i: rollouts[i].completion_tokens)
     print(f"{NAME}: the longest rollout ({rollouts[longest].completion_tokens} tokens) drives "
           f"{result['token']['advantage_weighted'][longest]:.0%} of the token-mean update and "
-          f"{result['rollout']['advantage_weighted'][longest]:.0%} of the rollout-mean one; gradient cosine {result['gradient_cosine']}")
+          f"{result['rollout']['advantage_weighted'][longest]:.0%} of the rollout-mean one; gradient cosine {result['gradient_cosine']}; "
+          f"the rollout_sum gradient is {result['rollout_sum']['gradient_norm'] / result['token']['gradient_norm']:.1f}x the token mean's "
+          f"(cosine {result['rollout_sum']['gradient_cosine_with_token']})")
     return 0
 
 
