@@ -14,7 +14,7 @@ both ways:
   batch's update): its norm, and its cosine with the token mean's gradient; beside the norm,
   the factor by which TRL's gradient clipping (``max_grad_norm``, 1.0 by default) scales it.
 
-``.venv/bin/python experiments/2026-11-26_sumer-runs-7-11/bench_loss_aggregation.py`` (about 10 minutes on 2 cores with a saved
+``.venv/bin/python experiments/2026-11-26_sumer-runs-7-11/bench_loss_aggregation.py`` (about 13 minutes on 2 cores with a saved
 batch; ``--rollouts FILE`` names the batch to reuse or write).
 """
 
