@@ -15,7 +15,7 @@ graph is its own module, one :func:`register_graph` line and its tests.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping
 
 from langchain_core.language_models import BaseChatModel
@@ -111,6 +111,15 @@ def register_graph(
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise ValueError(f"graph name {name!r} must be letters, digits, '_', '.' or '-' (it is a CSV column and a file name part)")
     GRAPHS[name] = RegisteredGraph(builder, graph_input, dict(training_defaults or {}), options)
+
+
+def graphs_reading(option: str) -> list[str]:
+    """The registered graphs whose options class declares ``option`` (a graph without one reads every option).
+
+    >>> graphs_reading("prethink_tokens")
+    ['infmem']
+    """
+    return [name for name, entry in GRAPHS.items() if entry.options is None or option in {f.name for f in fields(entry.options)}]
 
 
 def build_graph(graph: str, model: BaseChatModel, options: Any = None, tokenizer: Any = None, /, **graph_kwargs: Any) -> Any:
@@ -255,6 +264,7 @@ __all__ = [
     "PaperDefault",
     "RegisteredGraph",
     "build_graph",
+    "graphs_reading",
     "default_graph_options",  # from .options, still importable from here
     "question_input",
     "register_graph",
