@@ -1,0 +1,39 @@
+"""The dev table of a trained checkpoint against the untrained model: two probe_reward.py files, greedy, same questions.
+
+Per task and length: both accuracies and their paired difference with a 95% interval (t over the
+questions' paired differences; the same dev questions were asked of both models).
+
+    ../../.venv/bin/python dev_table.py results/dev_untrained_300_1k.json results/dev_stage1_seed1_300_1k.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from langgraph_memagent.evals.stats import across
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("untrained", type=Path, help="probe_reward.py output of the untrained model (--draws 1)")
+    parser.add_argument("trained", type=Path, help="probe_reward.py output of the checkpoint, same questions")
+    args = parser.parse_args()
+    before, after = (json.loads(path.read_text()) for path in (args.untrained, args.trained))
+    cells = {(cell["task"], cell["length"]): cell for cell in before["cells"]}
+    print("| task | length | untrained | trained | difference (95% interval) |\n|---|---:|---:|---:|---:|")
+    for cell in after["cells"]:
+        base = cells[(cell["task"], cell["length"])]
+        if base["golds"] != cell["golds"]:
+            raise SystemExit(f"{cell['task']} at {cell['length']}: the two files asked different questions")
+        old, new = (sum(c["rewards"], []) for c in (base, cell))
+        change = across([b - a for a, b in zip(old, new)])
+        low, high = change["ci95"]
+        print(f"| {cell['task']} | {cell['length']} | {100 * statistics.fmean(old):.1f} | {100 * statistics.fmean(new):.1f} "
+              f"| {100 * change['mean']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}] |")
+
+
+if __name__ == "__main__":
+    main()
