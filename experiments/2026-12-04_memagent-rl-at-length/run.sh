@@ -25,3 +25,7 @@ cd $HERE
 last=$(ls -d ../../runs/length-rl/stage1_seed1/checkpoint-* | sort -t- -k2 -n | tail -1)
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 300 1000 --questions 16 --max-batch 16 \
     --adapter "$last" --out results/dev_stage1_seed1_300_1k.json
+# The same at 4K, 8 questions a task.
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 --out results/dev_untrained_4k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+    --adapter "$last" --out results/dev_stage1_seed1_4k.json
