@@ -22,7 +22,7 @@ timeout 4500 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --tr
 cd $HERE
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 300 1000 --questions 16 --max-batch 16 \
     --out results/dev_untrained_300_1k.json
-last=$(ls -d ../../runs/length-rl/stage1_seed1/checkpoint-* | sort -t- -k2 -n | tail -1)
+last=$(ls -d ../../runs/length-rl/stage1_seed1/checkpoint-* | sort -V | tail -1)
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 300 1000 --questions 16 --max-batch 16 \
     --adapter "$last" --out results/dev_stage1_seed1_300_1k.json
 # The same at 4K, 8 questions a task.
