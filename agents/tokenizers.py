@@ -51,7 +51,7 @@ def encode_text(tokenizer: Any, texts: Sequence[str], *, plain: bool) -> list[li
     sets it before each encode, so two threads encoding in different ways can each get the
     other's: a chat's markup read as characters, or a document's ``<|im_start|>`` as a control
     token (measured: 103 of 900 encodes wrong with 6 threads). Each way encodes on its own copy
-    of the tokenizer, whose flag never changes.
+    of the tokenizer, whose flag every call sets to the same value.
 
     >>> from transformers import AutoTokenizer
     >>> from langgraph_memagent.agents.embedded import embedded_model_dir
@@ -61,15 +61,13 @@ def encode_text(tokenizer: Any, texts: Sequence[str], *, plain: bool) -> list[li
     """
     if not texts:
         return []
-    with _MODE_COPIES_LOCK:
-        copies = _MODE_COPIES.setdefault(tokenizer, {})
-        if plain not in copies:
-            mine = copy.deepcopy(tokenizer)
-            mine.split_special_tokens = plain
-            if getattr(mine, "_tokenizer", None) is not None and hasattr(mine._tokenizer, "encode_special_tokens"):
-                mine._tokenizer.encode_special_tokens = plain
-            copies[plain] = mine
-        mine = copies[plain]
+    mine = _MODE_COPIES.get(tokenizer, {}).get(plain)
+    if mine is None:  # the lock only to make a copy (once per tokenizer and way), not on every encode
+        with _MODE_COPIES_LOCK:
+            copies = _MODE_COPIES.setdefault(tokenizer, {})
+            if plain not in copies:
+                copies[plain] = copy.deepcopy(tokenizer)
+            mine = copies[plain]
     # verbose=False: long documents exceed model_max_length by design.
     return mine(list(texts), add_special_tokens=False, split_special_tokens=plain, return_attention_mask=False, verbose=False)["input_ids"]
 
