@@ -128,17 +128,7 @@ evaluate() {
     if [ -n "$step" ]; then
         for seed in $SEEDS; do
             # The adapter travels back in bfloat16 (16 MiB a file comes back), so that is what is measured.
-            $PY - $G/run_seed$seed/checkpoint-$step $G/ship/seed$seed <<'EOF'
-import shutil, sys, torch
-from pathlib import Path
-from safetensors.torch import load_file, save_file
-source, target = Path(sys.argv[1]), Path(sys.argv[2])
-target.mkdir(parents=True, exist_ok=True)
-weights = load_file(source / "adapter_model.safetensors")
-save_file({k: v.to(torch.bfloat16).contiguous() for k, v in weights.items()}, target / "adapter_model.safetensors")
-shutil.copy(source / "adapter_config.json", target)
-print(target, sum(v.numel() for v in weights.values()), "parameters")
-EOF
+            $PY $HERE/keep_adapter.py $G/run_seed$seed/checkpoint-$step $G/ship/seed$seed
             [ $? -eq 0 ] && jobs+=("seed$seed:$G/ship/seed$seed")
         done
     fi

@@ -29,3 +29,36 @@ last=$(ls -d ../../runs/length-rl/stage1_seed1/checkpoint-* | sort -V | tail -1)
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 --out results/dev_untrained_4k.json
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
     --adapter "$last" --out results/dev_stage1_seed1_4k.json
+
+# 3. The stage-2 pilot (2026-12-05, seed 1), bfloat16 weights on the CPU (float32 LoRA weights).
+#    Stage 1 again, 16 steps, then its adapter kept (bfloat16 copy, in git) and checked on dev at 300/1K.
+cd ../..
+BF16="--bf16 true --use_cpu true"
+timeout 2100 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train300_seed1.jsonl \
+    --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16 \
+    --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 16 --save_steps 2 \
+    --activation_checkpointing false --max_tokens_per_forward 4096 $BF16 --seed 1 --data_seed 1 \
+    --output_dir runs/length-rl/stage1bf16_seed1
+.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage1bf16_seed1/checkpoint-16 $HERE/results/adapter_stage1bf16_seed1
+(cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 300 1000 --questions 16 --max-batch 16 \
+    --adapter results/adapter_stage1bf16_seed1 --out results/dev_stage1bf16_seed1_300_1k.json)
+(cd $HERE && ../../.venv/bin/python dev_table.py results/dev_untrained_300_1k.json results/dev_stage1bf16_seed1_300_1k.json &&
+    ../../.venv/bin/python answer_forms.py results/dev_*_300_1k.json results/dev_*_4k.json)
+#    Stage 2: 1K, 2K and 4K documents, from stage 1's adapter, stopped by wall time; then the dev measure at 4K.
+#    In float32: the bfloat16 stage 1 missed its check (single-needle NIAH at 1K fell 12.5 points, over the 10 allowed).
+.venv/bin/python $HERE/make_data.py --out runs/length-rl/train1k4k_seed1.jsonl --per-task 48 --lengths 1000 2000 4000 --seed 1
+timeout 4000 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train1k4k_seed1.jsonl \
+    --init_adapter $HERE/results/adapter_stage1bf16_seed1 \
+    --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16 \
+    --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1 \
+    --activation_checkpointing false --max_tokens_per_forward 4096 --bf16 false --seed 1 --data_seed 1 \
+    --output_dir runs/length-rl/stage2_seed1 || true
+last=$(ls -d runs/length-rl/stage2_seed1/checkpoint-* | sort -V | tail -1)
+.venv/bin/python $HERE/keep_adapter.py "$last" $HERE/results/adapter_stage2_seed1
+(cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+    --adapter results/adapter_stage2_seed1 --out results/dev_stage2_seed1_4k.json)
+#    Stage 2's start on the same 4K questions, and the tables.
+(cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+    --adapter results/adapter_stage1bf16_seed1 --out results/dev_stage1bf16_seed1_4k.json &&
+    ../../.venv/bin/python dev_table.py results/dev_stage1bf16_seed1_4k.json results/dev_stage2_seed1_4k.json &&
+    ../../.venv/bin/python answer_forms.py results/dev_*_4k.json)
