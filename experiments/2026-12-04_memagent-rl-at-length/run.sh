@@ -32,6 +32,7 @@ last=$(ls -d ../../runs/length-rl/stage1_seed1/checkpoint-* | sort -V | tail -1)
 
 # 3. The stage-2 pilot (2026-12-05, seed 1), bfloat16 weights on the CPU (float32 LoRA weights).
 #    Stage 1 again, 16 steps, then its adapter kept (bfloat16 copy, in git) and checked on dev at 300/1K.
+../../.venv/bin/python bf16_pass_probe.py   # the cost that chose the precision
 cd ../..
 BF16="--bf16 true --use_cpu true"
 timeout 2100 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train300_seed1.jsonl \
@@ -53,8 +54,8 @@ timeout 4000 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --tr
     --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1 \
     --activation_checkpointing false --max_tokens_per_forward 4096 --bf16 false --seed 1 --data_seed 1 \
     --output_dir runs/length-rl/stage2_seed1 || true
-last=$(ls -d runs/length-rl/stage2_seed1/checkpoint-* | sort -V | tail -1)
-.venv/bin/python $HERE/keep_adapter.py "$last" $HERE/results/adapter_stage2_seed1
+#    The measured run was stopped by hand after step 3 (55 minutes), rather than cut inside step 4: checkpoint 3.
+.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-3 $HERE/results/adapter_stage2_seed1
 (cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
     --adapter results/adapter_stage2_seed1 --out results/dev_stage2_seed1_4k.json)
 #    Stage 2's start on the same 4K questions, and the tables.
