@@ -1,4 +1,4 @@
-"""The dev table of a trained checkpoint against the untrained model: two probe_reward.py files, greedy, same questions.
+"""The dev table of one model against another (the untrained model, or a curriculum's earlier stage): two probe_reward.py files, greedy, same questions.
 
 Per task and length: both accuracies and their paired difference with a 95% interval (t over the
 questions' paired differences; the same dev questions were asked of both models).
@@ -18,12 +18,12 @@ from langgraph_memagent.evals.stats import across
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("untrained", type=Path, help="probe_reward.py output of the untrained model (--draws 1)")
-    parser.add_argument("trained", type=Path, help="probe_reward.py output of the checkpoint, same questions")
+    parser.add_argument("before", type=Path, help="probe_reward.py output of the model compared against (--draws 1)")
+    parser.add_argument("after", type=Path, help="probe_reward.py output of the checkpoint, same questions")
     args = parser.parse_args()
-    before, after = (json.loads(path.read_text()) for path in (args.untrained, args.trained))
+    before, after = (json.loads(path.read_text()) for path in (args.before, args.after))
     cells = {(cell["task"], cell["length"]): cell for cell in before["cells"]}
-    print("| task | length | untrained | trained | difference (95% interval) |\n|---|---:|---:|---:|---:|")
+    print(f"| task | length | {args.before.stem} | {args.after.stem} | difference (95% interval) |\n|---|---:|---:|---:|---:|")
     for cell in after["cells"]:
         base = cells[(cell["task"], cell["length"])]
         if base["golds"] != cell["golds"]:

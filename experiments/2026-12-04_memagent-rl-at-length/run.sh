@@ -41,6 +41,8 @@ timeout 2100 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --tr
     --activation_checkpointing false --max_tokens_per_forward 4096 $BF16 --seed 1 --data_seed 1 \
     --output_dir runs/length-rl/stage1bf16_seed1
 .venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage1bf16_seed1/checkpoint-16 $HERE/results/adapter_stage1bf16_seed1
+cp runs/length-rl/stage1bf16_seed1/checkpoint-16/trainer_state.json $HERE/results/stage1bf16_seed1_trainer_state.json
+cp runs/length-rl/stage1bf16_seed1/reward_curve.png $HERE/figures/stage1bf16_seed1_reward_curve.png  # the trainer draws it at the end
 (cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 300 1000 --questions 16 --max-batch 16 \
     --adapter results/adapter_stage1bf16_seed1 --out results/dev_stage1bf16_seed1_300_1k.json)
 (cd $HERE && ../../.venv/bin/python dev_table.py results/dev_untrained_300_1k.json results/dev_stage1bf16_seed1_300_1k.json &&
@@ -56,6 +58,7 @@ timeout 4000 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --tr
     --output_dir runs/length-rl/stage2_seed1 || true
 #    The measured run was stopped by hand after step 3 (55 minutes), rather than cut inside step 4: checkpoint 3.
 .venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-3 $HERE/results/adapter_stage2_seed1
+cp runs/length-rl/stage2_seed1/checkpoint-3/trainer_state.json $HERE/results/stage2_seed1_trainer_state.json
 (cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
     --adapter results/adapter_stage2_seed1 --out results/dev_stage2_seed1_4k.json)
 #    Stage 2's start on the same 4K questions, and the tables.
