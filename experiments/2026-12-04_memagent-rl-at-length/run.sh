@@ -88,3 +88,6 @@ cd $HERE
 #    The bar's shortcut checks (needle depth, first needle, where wrong numbers come from) on every 4K dev file.
 ../../.venv/bin/python shortcuts.py results/dev_untrained_4k.json results/dev_stage1_seed1_4k.json \
     results/dev_stage1bf16_seed1_4k.json results/dev_stage2_seed1_step10_4k.json
+#    Planning measure for the next recipe: the spread of checkpoint 10's rewards at 1K and 2K, G = 16.
+../../.venv/bin/python probe_reward.py --tasks niah_multikey_2 niah_multivalue niah_multiquery --lengths 1000 2000 --questions 4 \
+    --draws 16 --max-batch 16 --adapter results/adapter_stage2_seed1_step10 --out results/probe_reward_stage2_1k_2k_g16.json
