@@ -27,7 +27,7 @@ from langgraph_memagent.agents.embedded import embedded_model_dir
 from langgraph_memagent.agents.tokenizers import resolve_tokenizer
 from langgraph_memagent.training.held_out import SPLITS
 
-NEEDLE = re.compile(r"special magic numbers? for ([\w-]+) is: (\d+)")
+NEEDLE = re.compile(r"special magic numbers? for [\w-]+ is: (\d+)")
 NUMBER = re.compile(r"(?<!\d)\d{7}(?!\d)")  # RULER's needles are 7-digit numbers
 THIRDS = ("first", "middle", "last")
 
@@ -44,7 +44,7 @@ def third(depth: float) -> str:
 def wrong_kind(numbers: list[str], needles: list[str], document: str) -> str:
     """Where a wrong answer's first number comes from: another key's needle, the haystack, nowhere, or no 7-digit number.
 
-    >>> wrong_kind(["123456"], ["123456", "777777"], "x"), wrong_kind(["5555555"], [], "a 5555555 b"), wrong_kind([], [], "")
+    >>> wrong_kind(["1234567"], ["1234567", "7777777"], "x"), wrong_kind(["5555555"], [], "a 5555555 b"), wrong_kind([], [], "")
     ('another needle', 'haystack number', 'no 7-digit number')
     """
     if not numbers:
@@ -75,7 +75,7 @@ def report(path: Path, codec) -> None:
             for gold, depth in zip(map(str, sample.answers), sample.meta["depths"]):
                 found[third(depth)][0] += gold in answer  # RULER's string match, as the reward
                 found[third(depth)][1] += 1
-            needles = [number for _, number in NEEDLE.findall(sample.document)]
+            needles = NEEDLE.findall(sample.document)
             if len(needles) > 1 and numbers and numbers[0] == needles[0]:
                 first_answered += 1
                 first_right += reward > 0
