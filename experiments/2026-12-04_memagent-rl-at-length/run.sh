@@ -50,12 +50,13 @@ cp runs/length-rl/stage1bf16_seed1/reward_curve.png $HERE/figures/stage1bf16_see
 #    Stage 2: 1K, 2K and 4K documents, from stage 1's adapter, stopped by wall time; then the dev measure at 4K.
 #    In float32: the bfloat16 stage 1 missed its check (single-needle NIAH at 1K fell 12.5 points, over the 10 allowed).
 .venv/bin/python $HERE/make_data.py --out runs/length-rl/train1k4k_seed1.jsonl --per-task 48 --lengths 1000 2000 4000 --seed 1
-timeout 4000 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train1k4k_seed1.jsonl \
-    --init_adapter $HERE/results/adapter_stage1bf16_seed1 \
-    --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16 \
-    --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1 \
-    --activation_checkpointing false --max_tokens_per_forward 4096 --bf16 false --seed 1 --data_seed 1 \
-    --output_dir runs/length-rl/stage2_seed1 || true
+STAGE2=(.venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train1k4k_seed1.jsonl
+    --init_adapter $HERE/results/adapter_stage1bf16_seed1
+    --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16
+    --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1
+    --activation_checkpointing false --max_tokens_per_forward 4096 --bf16 false --seed 1 --data_seed 1
+    --output_dir runs/length-rl/stage2_seed1)
+timeout 4000 "${STAGE2[@]}" || true
 #    The measured run was stopped by hand after step 3 (55 minutes), rather than cut inside step 4: checkpoint 3.
 .venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-3 $HERE/results/adapter_stage2_seed1
 cp runs/length-rl/stage2_seed1/checkpoint-3/trainer_state.json $HERE/results/stage2_seed1_trainer_state.json
@@ -68,15 +69,10 @@ cp runs/length-rl/stage2_seed1/checkpoint-3/trainer_state.json $HERE/results/sta
     ../../.venv/bin/python answer_forms.py results/dev_*_4k.json)
 #    Stage 2 continued (2026-12-05, third session): the same command resumed from its checkpoint 3 (optimizer, schedule and
 #    KL reference with it), stopped by hand at 92 minutes after checkpoint 10, rather than cut inside step 11.
-timeout 5700 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train1k4k_seed1.jsonl \
-    --init_adapter $HERE/results/adapter_stage1bf16_seed1 \
-    --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16 \
-    --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1 \
-    --activation_checkpointing false --max_tokens_per_forward 4096 --bf16 false --seed 1 --data_seed 1 \
-    --output_dir runs/length-rl/stage2_seed1 --resume_from_checkpoint runs/length-rl/stage2_seed1/checkpoint-3 || true
+timeout 5700 "${STAGE2[@]}" --resume_from_checkpoint runs/length-rl/stage2_seed1/checkpoint-3 || true
 .venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-10 $HERE/results/adapter_stage2_seed1_step10
 cp runs/length-rl/stage2_seed1/checkpoint-10/trainer_state.json $HERE/results/stage2_seed1_step10_trainer_state.json
-.venv/bin/python -c "import json, sys; from langgraph_memagent.training.reward_curve import plot_reward_curve as plot
+.venv/bin/python -c "import json, sys; from langgraph_memagent.training import plot_reward_curve as plot
 plot(json.load(open(sys.argv[1]))['log_history'], sys.argv[2])" \
     $HERE/results/stage2_seed1_step10_trainer_state.json $HERE/figures/stage2_seed1_step10_reward_curve.png  # stopped runs draw none
 cd $HERE

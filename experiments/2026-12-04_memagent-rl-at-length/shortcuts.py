@@ -68,7 +68,7 @@ def report(path: Path, codec) -> None:
         if [list(map(str, s.answers)) for s in samples] != cell["golds"]:
             raise SystemExit(f"{path}: the regenerated {cell['task']} golds differ from the file's; was it written with other settings?")
         found = {name: [0, 0] for name in THIRDS}
-        first_answered = first_right = 0
+        first_answered = first_right = several_needles = 0
         wrong = {"another needle": 0, "haystack number": 0, "made up": 0, "no 7-digit number": 0}
         for sample, answer, (reward,) in zip(samples, cell["answers"], cell["rewards"]):
             numbers = NUMBER.findall(answer)
@@ -76,13 +76,14 @@ def report(path: Path, codec) -> None:
                 found[third(depth)][0] += gold in answer  # RULER's string match, as the reward
                 found[third(depth)][1] += 1
             needles = NEEDLE.findall(sample.document)
+            several_needles += len(needles) > 1
             if len(needles) > 1 and numbers and numbers[0] == needles[0]:
                 first_answered += 1
                 first_right += reward > 0
             if reward == 0:
                 wrong[wrong_kind(numbers, needles, sample.document)] += 1
         recall = " / ".join(f"{hit}/{total}" for hit, total in found.values())
-        first = f"{first_answered} ({first_right})" if cell["task"] != "niah_single_1" else "- (one needle)"
+        first = f"{first_answered} ({first_right})" if several_needles else "- (one needle)"
         print(f"| {cell['task']} | {cell['length']} | {recall} | {first} | {' / '.join(map(str, wrong.values()))} |")
 
 
