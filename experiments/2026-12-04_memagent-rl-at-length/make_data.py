@@ -33,13 +33,15 @@ def task_samples(task: str, length: int, codec, count: int, seed: int, key_pool:
     return generate_task(task, length, codec=codec, num_samples=count, seed=seed, **options)
 
 
-def records(per_task: int, lengths: list[int], seed: int, key_pool: str) -> list[dict]:
+def records(per_task: int, lengths: list[int], seed: int, key_pool: str, tasks=TASKS) -> list[dict]:
     codec = resolve_tokenizer(str(embedded_model_dir()))
     rows = []
     count = -(-per_task // len(lengths))  # records of one task at one length: per_task spread over the lengths
-    cells = [(task, length) for task in TASKS for length in lengths]
-    for index, (task, length) in enumerate(tqdm(cells, desc="generating", unit="cell")):
-        for sample in task_samples(task, length, codec, count, seed * 1000 + index, key_pool):
+    cells = [(task, length) for task in tasks for length in lengths]
+    for task, length in tqdm(cells, desc="generating", unit="cell"):
+        # A cell's seed is its place in the full TASKS x lengths grid, so a subset of tasks draws the same documents.
+        cell_seed = seed * 1000 + TASKS.index(task) * len(lengths) + lengths.index(length)
+        for sample in task_samples(task, length, codec, count, cell_seed, key_pool):
             rows.append({"question": sample.question, "document": sample.document, "answers": [str(a) for a in sample.answers],
                          "task": sample.task, "metric": sample.metric, "length": length})
     return rows
@@ -51,9 +53,10 @@ def main() -> None:
     parser.add_argument("--per-task", type=int, default=64, help="records per task, spread evenly over --lengths")
     parser.add_argument("--lengths", type=int, nargs="+", default=[2000, 4000, 8000], help="document lengths in tokens")
     parser.add_argument("--seed", type=int, default=1, help="generation seed (the training seed)")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, help="RULER tasks to draw (default: all five)")
     parser.add_argument("--key-pool", default="train", choices=("train", "test"), help="NIAH key vocabulary")
     args = parser.parse_args()
-    rows = records(args.per_task, args.lengths, args.seed, args.key_pool)
+    rows = records(args.per_task, args.lengths, args.seed, args.key_pool, args.tasks)
     write_atomic(args.out, (json.dumps(row) + "\n" for row in rows))
     print(f"{len(rows)} records -> {args.out}")
 

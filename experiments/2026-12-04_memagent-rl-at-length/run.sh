@@ -87,3 +87,17 @@ cd $HERE
 #    Planning measure for the next recipe: the spread of checkpoint 10's rewards at 1K and 2K, G = 16.
 ../../.venv/bin/python probe_reward.py --tasks niah_multikey_2 niah_multivalue niah_multiquery --lengths 1000 2000 --questions 4 \
     --draws 16 --max-batch 16 --adapter results/adapter_stage2_seed1_step10 --out results/probe_reward_stage2_1k_2k_g16.json
+
+# 4. Stage 3 (2026-12-05, fourth session, seed 1): 1K-2K documents, multi-key NIAH weighted up, no VT, bfloat16,
+#    from stage 2's checkpoint 10; stopped by wall time, the last whole checkpoint measured.
+cd ../..
+{ .venv/bin/python $HERE/make_data.py --out runs/length-rl/stage3_mk_seed1.jsonl --tasks niah_multikey_2 --per-task 64 --lengths 1000 2000 --seed 1 &&
+  .venv/bin/python $HERE/make_data.py --out runs/length-rl/stage3_rest_seed1.jsonl --tasks niah_multivalue niah_multiquery --per-task 32 --lengths 1000 2000 --seed 1 &&
+  .venv/bin/python $HERE/make_data.py --out runs/length-rl/stage3_single_seed1.jsonl --tasks niah_single_1 --per-task 16 --lengths 1000 2000 --seed 1
+} && cat runs/length-rl/stage3_{mk,rest,single}_seed1.jsonl > runs/length-rl/train1k2k_mk_seed1.jsonl
+timeout 5700 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train1k2k_mk_seed1.jsonl \
+    --init_adapter $HERE/results/adapter_stage2_seed1_step10 \
+    --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16 \
+    --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1 \
+    --activation_checkpointing false --max_tokens_per_forward 4096 $BF16 --seed 1 --data_seed 1 \
+    --output_dir runs/length-rl/stage3_seed1 || true
