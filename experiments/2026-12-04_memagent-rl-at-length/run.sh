@@ -101,3 +101,23 @@ timeout 5700 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --tr
     --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1 \
     --activation_checkpointing false --max_tokens_per_forward 4096 $BF16 --seed 1 --data_seed 1 \
     --output_dir runs/length-rl/stage3_seed1 || true
+#    The measured run was stopped by hand after checkpoint 14 (84 minutes), rather than cut inside step 15 by the timeout.
+.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage3_seed1/checkpoint-14 $HERE/results/adapter_stage3_seed1
+cp runs/length-rl/stage3_seed1/checkpoint-14/trainer_state.json $HERE/results/stage3_seed1_trainer_state.json
+.venv/bin/python -c "import json, sys; from langgraph_memagent.training import plot_reward_curve as plot
+plot(json.load(open(sys.argv[1]))['log_history'], sys.argv[2])" \
+    $HERE/results/stage3_seed1_trainer_state.json $HERE/figures/stage3_seed1_reward_curve.png
+#    Dev: the 4K gate, and 1K (the training length) for its start and its end; then the tables.
+cd $HERE
+T4="niah_single_1 niah_multikey_2 niah_multivalue niah_multiquery"
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+    --adapter results/adapter_stage3_seed1 --out results/dev_stage3_seed1_4k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 1000 --questions 16 --max-batch 16 --tasks $T4 \
+    --adapter results/adapter_stage2_seed1_step10 --out results/dev_stage2_seed1_step10_1k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 1000 --questions 16 --max-batch 16 --tasks $T4 \
+    --adapter results/adapter_stage3_seed1 --out results/dev_stage3_seed1_1k.json
+../../.venv/bin/python dev_table.py results/dev_stage2_seed1_step10_4k.json results/dev_stage3_seed1_4k.json
+../../.venv/bin/python dev_table.py results/dev_stage2_seed1_step10_1k.json results/dev_stage3_seed1_1k.json
+../../.venv/bin/python dev_table.py results/dev_untrained_300_1k.json results/dev_stage3_seed1_1k.json
+../../.venv/bin/python answer_forms.py results/dev_stage3_seed1_4k.json results/dev_stage3_seed1_1k.json results/dev_stage2_seed1_step10_1k.json
+../../.venv/bin/python shortcuts.py results/dev_stage2_seed1_step10_4k.json results/dev_stage3_seed1_4k.json
