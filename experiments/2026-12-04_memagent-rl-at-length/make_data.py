@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from tqdm import tqdm
@@ -33,7 +34,7 @@ def task_samples(task: str, length: int, codec, count: int, seed: int, key_pool:
     return generate_task(task, length, codec=codec, num_samples=count, seed=seed, **options)
 
 
-def records(per_task: int, lengths: list[int], seed: int, key_pool: str, tasks=TASKS) -> list[dict]:
+def records(per_task: int, lengths: list[int], seed: int, key_pool: str, tasks: Sequence[str] = TASKS) -> list[dict]:
     codec = resolve_tokenizer(str(embedded_model_dir()))
     rows = []
     count = -(-per_task // len(lengths))  # records of one task at one length: per_task spread over the lengths

@@ -121,3 +121,11 @@ T4="niah_single_1 niah_multikey_2 niah_multivalue niah_multiquery"
 ../../.venv/bin/python dev_table.py results/dev_untrained_300_1k.json results/dev_stage3_seed1_1k.json
 ../../.venv/bin/python answer_forms.py results/dev_stage3_seed1_4k.json results/dev_stage3_seed1_1k.json results/dev_stage2_seed1_step10_1k.json
 ../../.venv/bin/python shortcuts.py results/dev_stage2_seed1_step10_4k.json results/dev_stage3_seed1_4k.json
+#    Planning measure: stage 3's one-value gain at 16K (untrained against checkpoint 14, the two all-of tasks).
+for model in untrained stage3_seed1; do
+    adapter=(); [ $model = untrained ] || adapter=(--adapter results/adapter_$model)
+    ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 16000 --questions 8 --max-batch 16 \
+        --tasks niah_multivalue niah_multiquery "${adapter[@]}" --out results/dev_${model}_16k.json
+done
+../../.venv/bin/python dev_table.py results/dev_untrained_16k.json results/dev_stage3_seed1_16k.json
+../../.venv/bin/python shortcuts.py results/dev_untrained_16k.json results/dev_stage3_seed1_16k.json
