@@ -50,12 +50,13 @@ cp runs/length-rl/stage1bf16_seed1/reward_curve.png $HERE/figures/stage1bf16_see
 #    Stage 2: 1K, 2K and 4K documents, from stage 1's adapter, stopped by wall time; then the dev measure at 4K.
 #    In float32: the bfloat16 stage 1 missed its check (single-needle NIAH at 1K fell 12.5 points, over the 10 allowed).
 .venv/bin/python $HERE/make_data.py --out runs/length-rl/train1k4k_seed1.jsonl --per-task 48 --lengths 1000 2000 4000 --seed 1
-STAGE2=(.venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train1k4k_seed1.jsonl
-    --init_adapter $HERE/results/adapter_stage1bf16_seed1
+#    MULTI_CHUNK: the multi-chunk stages' command without its data, start, precision and output (stages 2 and 3 share it).
+MULTI_CHUNK=(.venv/bin/python training/grpo_multiconv.py --preset cpu-smoke
     --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16
     --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1
-    --activation_checkpointing false --max_tokens_per_forward 4096 --bf16 false --seed 1 --data_seed 1
-    --output_dir runs/length-rl/stage2_seed1)
+    --activation_checkpointing false --max_tokens_per_forward 4096 --seed 1 --data_seed 1)
+STAGE2=("${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k4k_seed1.jsonl --init_adapter $HERE/results/adapter_stage1bf16_seed1
+    --bf16 false --output_dir runs/length-rl/stage2_seed1)
 timeout 4000 "${STAGE2[@]}" || true
 #    The measured run was stopped by hand after step 3 (55 minutes), rather than cut inside step 4: checkpoint 3.
 .venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-3 $HERE/results/adapter_stage2_seed1
@@ -72,9 +73,11 @@ cp runs/length-rl/stage2_seed1/checkpoint-3/trainer_state.json $HERE/results/sta
 timeout 5700 "${STAGE2[@]}" --resume_from_checkpoint runs/length-rl/stage2_seed1/checkpoint-3 || true
 .venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-10 $HERE/results/adapter_stage2_seed1_step10
 cp runs/length-rl/stage2_seed1/checkpoint-10/trainer_state.json $HERE/results/stage2_seed1_step10_trainer_state.json
-.venv/bin/python -c "import json, sys; from langgraph_memagent.training import plot_reward_curve as plot
-plot(json.load(open(sys.argv[1]))['log_history'], sys.argv[2])" \
-    $HERE/results/stage2_seed1_step10_trainer_state.json $HERE/figures/stage2_seed1_step10_reward_curve.png  # stopped runs draw none
+reward_curve() {  # a stopped run draws no curve: draw it from a kept trainer state
+    .venv/bin/python -c "import json, sys; from langgraph_memagent.training import plot_reward_curve as plot
+plot(json.load(open(sys.argv[1]))['log_history'], sys.argv[2])" "$1" "$2"
+}
+reward_curve $HERE/results/stage2_seed1_step10_trainer_state.json $HERE/figures/stage2_seed1_step10_reward_curve.png  # stopped runs draw none
 cd $HERE
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
     --adapter results/adapter_stage2_seed1_step10 --out results/dev_stage2_seed1_step10_4k.json
@@ -95,18 +98,12 @@ cd ../..
   .venv/bin/python $HERE/make_data.py --out runs/length-rl/stage3_rest_seed1.jsonl --tasks niah_multivalue niah_multiquery --per-task 32 --lengths 1000 2000 --seed 1 &&
   .venv/bin/python $HERE/make_data.py --out runs/length-rl/stage3_single_seed1.jsonl --tasks niah_single_1 --per-task 16 --lengths 1000 2000 --seed 1
 } && cat runs/length-rl/stage3_{mk,rest,single}_seed1.jsonl > runs/length-rl/train1k2k_mk_seed1.jsonl
-timeout 5700 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --train_file runs/length-rl/train1k2k_mk_seed1.jsonl \
-    --init_adapter $HERE/results/adapter_stage2_seed1_step10 \
-    --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16 --per_device_train_batch_size 16 \
-    --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000 --save_steps 1 \
-    --activation_checkpointing false --max_tokens_per_forward 4096 $BF16 --seed 1 --data_seed 1 \
-    --output_dir runs/length-rl/stage3_seed1 || true
+timeout 5700 "${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k2k_mk_seed1.jsonl \
+    --init_adapter $HERE/results/adapter_stage2_seed1_step10 $BF16 --output_dir runs/length-rl/stage3_seed1 || true
 #    The measured run was stopped by hand after checkpoint 14 (84 minutes), rather than cut inside step 15 by the timeout.
 .venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage3_seed1/checkpoint-14 $HERE/results/adapter_stage3_seed1
 cp runs/length-rl/stage3_seed1/checkpoint-14/trainer_state.json $HERE/results/stage3_seed1_trainer_state.json
-.venv/bin/python -c "import json, sys; from langgraph_memagent.training import plot_reward_curve as plot
-plot(json.load(open(sys.argv[1]))['log_history'], sys.argv[2])" \
-    $HERE/results/stage3_seed1_trainer_state.json $HERE/figures/stage3_seed1_reward_curve.png
+reward_curve $HERE/results/stage3_seed1_trainer_state.json $HERE/figures/stage3_seed1_reward_curve.png
 #    Dev: the 4K gate, and 1K (the training length) for its start and its end; then the tables.
 cd $HERE
 T4="niah_single_1 niah_multikey_2 niah_multivalue niah_multiquery"
