@@ -126,3 +126,9 @@ for model in untrained stage3_seed1; do
 done
 ../../.venv/bin/python dev_table.py results/dev_untrained_16k.json results/dev_stage3_seed1_16k.json
 ../../.venv/bin/python shortcuts.py results/dev_untrained_16k.json results/dev_stage3_seed1_16k.json
+
+# 5. Stage 3 continued (2026-12-05, fifth session): the same command resumed from checkpoint 14, stopped by wall time.
+cd ../..
+timeout 5700 "${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k2k_mk_seed1.jsonl \
+    --init_adapter $HERE/results/adapter_stage2_seed1_step10 $BF16 --output_dir runs/length-rl/stage3_seed1 \
+    --resume_from_checkpoint runs/length-rl/stage3_seed1/checkpoint-14 || true
