@@ -1,7 +1,8 @@
 """The dev table of one model against another (the untrained model, or a curriculum's earlier stage): two probe_reward.py files, greedy, same questions.
 
 Per task and length: both accuracies and their paired difference with a 95% interval (t over the
-questions' paired differences; the same dev questions were asked of both models).
+questions' paired differences; the same dev questions were asked of both models). Only the cells
+both files hold are compared.
 
     ../../.venv/bin/python dev_table.py results/dev_untrained_300_1k.json results/dev_stage1_seed1_300_1k.json
 """
@@ -25,7 +26,9 @@ def main() -> None:
     cells = {(cell["task"], cell["length"]): cell for cell in before["cells"]}
     print(f"| task | length | {args.before.stem} | {args.after.stem} | difference (95% interval) |\n|---|---:|---:|---:|---:|")
     for cell in after["cells"]:
-        base = cells[(cell["task"], cell["length"])]
+        base = cells.get((cell["task"], cell["length"]))
+        if base is None:
+            continue
         if base["golds"] != cell["golds"]:
             raise SystemExit(f"{cell['task']} at {cell['length']}: the two files asked different questions")
         old, new = (sum(c["rewards"], []) for c in (base, cell))

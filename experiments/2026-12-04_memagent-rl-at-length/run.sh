@@ -132,3 +132,23 @@ cd ../..
 timeout 5700 "${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k2k_mk_seed1.jsonl \
     --init_adapter $HERE/results/adapter_stage2_seed1_step10 $BF16 --output_dir runs/length-rl/stage3_seed1 \
     --resume_from_checkpoint runs/length-rl/stage3_seed1/checkpoint-14 || true
+#    Stopped by hand after checkpoint 29 (86 minutes). Its adapter, state and curve; dev at 4K (the gate), 1K and 16K.
+.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage3_seed1/checkpoint-29 $HERE/results/adapter_stage3_seed1_step29
+cp runs/length-rl/stage3_seed1/checkpoint-29/trainer_state.json $HERE/results/stage3_seed1_step29_trainer_state.json
+reward_curve $HERE/results/stage3_seed1_step29_trainer_state.json $HERE/figures/stage3_seed1_step29_reward_curve.png
+cd $HERE
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+    --adapter results/adapter_stage3_seed1_step29 --out results/dev_stage3_seed1_step29_4k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 1000 --questions 16 --max-batch 16 --tasks $T4 \
+    --adapter results/adapter_stage3_seed1_step29 --out results/dev_stage3_seed1_step29_1k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 16000 --questions 8 --max-batch 16 \
+    --tasks niah_multivalue niah_multiquery niah_multikey_2 --adapter results/adapter_stage3_seed1_step29 --out results/dev_stage3_seed1_step29_16k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 16000 --questions 8 --max-batch 16 \
+    --tasks niah_multikey_2 --out results/dev_untrained_16k_multikey.json
+for pair in "stage3_seed1_4k stage3_seed1_step29_4k" "untrained_4k stage3_seed1_step29_4k" "stage3_seed1_1k stage3_seed1_step29_1k" "untrained_300_1k stage3_seed1_step29_1k" \
+        "stage3_seed1_16k stage3_seed1_step29_16k" "untrained_16k stage3_seed1_step29_16k" "untrained_16k_multikey stage3_seed1_step29_16k"; do
+    set -- $pair; ../../.venv/bin/python dev_table.py results/dev_$1.json results/dev_$2.json
+done
+../../.venv/bin/python answer_forms.py results/dev_stage3_seed1_4k.json results/dev_stage3_seed1_step29_4k.json results/dev_stage3_seed1_step29_1k.json
+../../.venv/bin/python shortcuts.py results/dev_stage3_seed1_4k.json results/dev_stage3_seed1_step29_4k.json results/dev_stage3_seed1_1k.json \
+    results/dev_stage3_seed1_step29_1k.json results/dev_untrained_16k_multikey.json results/dev_stage3_seed1_step29_16k.json

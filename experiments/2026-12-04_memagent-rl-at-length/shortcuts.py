@@ -9,7 +9,9 @@ NIAH tasks it reports, per task and length:
 - **first needle:** answers whose number is the document's first needle, and how many of those are
   right (copying the first number seen would score only where the gold happens to come first);
 - **wrong answers' numbers:** another key's needle, a number of the haystack text, a number the
-  document does not hold (made up), or no 7-digit number (RULER's needles have 7 digits).
+  document does not hold (made up), or no 7-digit number (RULER's needles have 7 digits);
+- **credits inside a longer number:** golds RULER's string match credits only as part of a longer
+  number (``19633647`` for the needle ``9633647``): the answer's-format shortcut of a lenient metric.
 
     ../../.venv/bin/python shortcuts.py results/dev_untrained_4k.json results/dev_stage2_seed1_4k.json
 """
@@ -58,8 +60,8 @@ def report(path: Path, codec) -> None:
     run = json.loads(path.read_text())
     split = SPLITS[run.get("split", "dev")]
     print(f"\n{path}")
-    print("| task | length | recall by depth (first / middle / last third) | first needle answered (right) | wrong: another needle / haystack number / made up / no 7-digit number |")
-    print("|---|---:|---|---|---|")
+    print("| task | length | recall by depth (first / middle / last third) | first needle answered (right) | wrong: another needle / haystack number / made up / no 7-digit number | credits inside a longer number |")
+    print("|---|---:|---|---|---|---:|")
     for cell in run["cells"]:
         if not cell["task"].startswith("niah"):
             continue
@@ -68,13 +70,14 @@ def report(path: Path, codec) -> None:
         if [list(map(str, s.answers)) for s in samples] != cell["golds"]:
             raise SystemExit(f"{path}: the regenerated {cell['task']} golds differ from the file's; was it written with other settings?")
         found = {name: [0, 0] for name in THIRDS}
-        first_answered = first_right = several_needles = 0
+        first_answered = first_right = several_needles = inside_longer = 0
         wrong = {"another needle": 0, "haystack number": 0, "made up": 0, "no 7-digit number": 0}
         for sample, answer, (reward,) in zip(samples, cell["answers"], cell["rewards"]):
             numbers = NUMBER.findall(answer)
             for gold, depth in zip(map(str, sample.answers), sample.meta["depths"]):
                 found[third(depth)][0] += gold in answer  # RULER's string match, as the reward
                 found[third(depth)][1] += 1
+                inside_longer += gold in answer and gold not in numbers
             needles = NEEDLE.findall(sample.document)
             several_needles += len(needles) > 1
             if len(needles) > 1 and numbers and numbers[0] == needles[0]:
@@ -84,7 +87,7 @@ def report(path: Path, codec) -> None:
                 wrong[wrong_kind(numbers, needles, sample.document)] += 1
         recall = " / ".join(f"{hit}/{total}" for hit, total in found.values())
         first = f"{first_answered} ({first_right})" if several_needles else "- (one needle)"
-        print(f"| {cell['task']} | {cell['length']} | {recall} | {first} | {' / '.join(map(str, wrong.values()))} |")
+        print(f"| {cell['task']} | {cell['length']} | {recall} | {first} | {' / '.join(map(str, wrong.values()))} | {inside_longer} |")
 
 
 def main() -> None:
