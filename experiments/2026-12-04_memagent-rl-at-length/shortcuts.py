@@ -56,6 +56,15 @@ def wrong_kind(numbers: list[str], needles: list[str], document: str) -> str:
     return "haystack number" if numbers[0] in document else "made up"
 
 
+def inside_longer(gold: str, answer: str) -> bool:
+    """Whether RULER's string match credits ``gold`` in ``answer`` only as part of a longer number.
+
+    >>> inside_longer("9633647", "\\\\boxed{19633647}"), inside_longer("9633647", "it is 9633647."), inside_longer("9633647", "no")
+    (True, False, False)
+    """
+    return gold in answer and gold not in NUMBER.findall(answer)
+
+
 def report(path: Path, codec) -> None:
     run = json.loads(path.read_text())
     split = SPLITS[run.get("split", "dev")]
@@ -70,14 +79,14 @@ def report(path: Path, codec) -> None:
         if [list(map(str, s.answers)) for s in samples] != cell["golds"]:
             raise SystemExit(f"{path}: the regenerated {cell['task']} golds differ from the file's; was it written with other settings?")
         found = {name: [0, 0] for name in THIRDS}
-        first_answered = first_right = several_needles = inside_longer = 0
+        first_answered = first_right = several_needles = longer = 0
         wrong = {"another needle": 0, "haystack number": 0, "made up": 0, "no 7-digit number": 0}
         for sample, answer, (reward,) in zip(samples, cell["answers"], cell["rewards"]):
             numbers = NUMBER.findall(answer)
             for gold, depth in zip(map(str, sample.answers), sample.meta["depths"]):
                 found[third(depth)][0] += gold in answer  # RULER's string match, as the reward
                 found[third(depth)][1] += 1
-                inside_longer += gold in answer and gold not in numbers
+                longer += inside_longer(gold, answer)
             needles = NEEDLE.findall(sample.document)
             several_needles += len(needles) > 1
             if len(needles) > 1 and numbers and numbers[0] == needles[0]:
@@ -87,7 +96,7 @@ def report(path: Path, codec) -> None:
                 wrong[wrong_kind(numbers, needles, sample.document)] += 1
         recall = " / ".join(f"{hit}/{total}" for hit, total in found.values())
         first = f"{first_answered} ({first_right})" if several_needles else "- (one needle)"
-        print(f"| {cell['task']} | {cell['length']} | {recall} | {first} | {' / '.join(map(str, wrong.values()))} | {inside_longer} |")
+        print(f"| {cell['task']} | {cell['length']} | {recall} | {first} | {' / '.join(map(str, wrong.values()))} | {longer} |")
 
 
 def main() -> None:
