@@ -4,6 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-04_memagent-rl-at-length
+keep() {  # keep CHECKPOINT NAME: its adapter (bfloat16 copy) as results/adapter_NAME, its trainer state as results/NAME_trainer_state.json
+    .venv/bin/python $HERE/keep_adapter.py "$1" $HERE/results/adapter_$2
+    cp "$1"/trainer_state.json $HERE/results/$2_trainer_state.json
+}
+reward_curve() {  # reward_curve NAME: a stopped run draws no curve, so draw it from its kept trainer state
+    .venv/bin/python -c "import json, sys; from langgraph_memagent.training import plot_reward_curve as plot
+plot(json.load(open(sys.argv[1]))['log_history'], sys.argv[2])" $HERE/results/$1_trainer_state.json $HERE/figures/$1_reward_curve.png
+}
 
 # 1. The training mix: 5 RULER tasks x 64 records at 2K, 4K and 8K tokens, training keys, per training seed.
 for seed in 1 2 3; do
@@ -40,8 +48,7 @@ timeout 2100 .venv/bin/python training/grpo_multiconv.py --preset cpu-smoke --tr
     --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 16 --save_steps 2 \
     --activation_checkpointing false --max_tokens_per_forward 4096 $BF16 --seed 1 --data_seed 1 \
     --output_dir runs/length-rl/stage1bf16_seed1
-.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage1bf16_seed1/checkpoint-16 $HERE/results/adapter_stage1bf16_seed1
-cp runs/length-rl/stage1bf16_seed1/checkpoint-16/trainer_state.json $HERE/results/stage1bf16_seed1_trainer_state.json
+keep runs/length-rl/stage1bf16_seed1/checkpoint-16 stage1bf16_seed1
 cp runs/length-rl/stage1bf16_seed1/reward_curve.png $HERE/figures/stage1bf16_seed1_reward_curve.png  # the trainer draws it at the end
 (cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 300 1000 --questions 16 --max-batch 16 \
     --adapter results/adapter_stage1bf16_seed1 --out results/dev_stage1bf16_seed1_300_1k.json)
@@ -59,8 +66,7 @@ STAGE2=("${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k4k_seed1.jsonl --
     --bf16 false --output_dir runs/length-rl/stage2_seed1)
 timeout 4000 "${STAGE2[@]}" || true
 #    The measured run was stopped by hand after step 3 (55 minutes), rather than cut inside step 4: checkpoint 3.
-.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-3 $HERE/results/adapter_stage2_seed1
-cp runs/length-rl/stage2_seed1/checkpoint-3/trainer_state.json $HERE/results/stage2_seed1_trainer_state.json
+keep runs/length-rl/stage2_seed1/checkpoint-3 stage2_seed1
 (cd $HERE && ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
     --adapter results/adapter_stage2_seed1 --out results/dev_stage2_seed1_4k.json)
 #    Stage 2's start on the same 4K questions, and the tables.
@@ -71,13 +77,8 @@ cp runs/length-rl/stage2_seed1/checkpoint-3/trainer_state.json $HERE/results/sta
 #    Stage 2 continued (2026-12-05, third session): the same command resumed from its checkpoint 3 (optimizer, schedule and
 #    KL reference with it), stopped by hand at 92 minutes after checkpoint 10, rather than cut inside step 11.
 timeout 5700 "${STAGE2[@]}" --resume_from_checkpoint runs/length-rl/stage2_seed1/checkpoint-3 || true
-.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage2_seed1/checkpoint-10 $HERE/results/adapter_stage2_seed1_step10
-cp runs/length-rl/stage2_seed1/checkpoint-10/trainer_state.json $HERE/results/stage2_seed1_step10_trainer_state.json
-reward_curve() {  # a stopped run draws no curve: draw it from a kept trainer state
-    .venv/bin/python -c "import json, sys; from langgraph_memagent.training import plot_reward_curve as plot
-plot(json.load(open(sys.argv[1]))['log_history'], sys.argv[2])" "$1" "$2"
-}
-reward_curve $HERE/results/stage2_seed1_step10_trainer_state.json $HERE/figures/stage2_seed1_step10_reward_curve.png  # stopped runs draw none
+keep runs/length-rl/stage2_seed1/checkpoint-10 stage2_seed1_step10
+reward_curve stage2_seed1_step10
 cd $HERE
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
     --adapter results/adapter_stage2_seed1_step10 --out results/dev_stage2_seed1_step10_4k.json
@@ -98,12 +99,12 @@ cd ../..
   .venv/bin/python $HERE/make_data.py --out runs/length-rl/stage3_rest_seed1.jsonl --tasks niah_multivalue niah_multiquery --per-task 32 --lengths 1000 2000 --seed 1 &&
   .venv/bin/python $HERE/make_data.py --out runs/length-rl/stage3_single_seed1.jsonl --tasks niah_single_1 --per-task 16 --lengths 1000 2000 --seed 1
 } && cat runs/length-rl/stage3_{mk,rest,single}_seed1.jsonl > runs/length-rl/train1k2k_mk_seed1.jsonl
-timeout 5700 "${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k2k_mk_seed1.jsonl \
-    --init_adapter $HERE/results/adapter_stage2_seed1_step10 $BF16 --output_dir runs/length-rl/stage3_seed1 || true
+STAGE3=("${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k2k_mk_seed1.jsonl
+    --init_adapter $HERE/results/adapter_stage2_seed1_step10 $BF16 --output_dir runs/length-rl/stage3_seed1)
+timeout 5700 "${STAGE3[@]}" || true
 #    The measured run was stopped by hand after checkpoint 14 (84 minutes), rather than cut inside step 15 by the timeout.
-.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage3_seed1/checkpoint-14 $HERE/results/adapter_stage3_seed1
-cp runs/length-rl/stage3_seed1/checkpoint-14/trainer_state.json $HERE/results/stage3_seed1_trainer_state.json
-reward_curve $HERE/results/stage3_seed1_trainer_state.json $HERE/figures/stage3_seed1_reward_curve.png
+keep runs/length-rl/stage3_seed1/checkpoint-14 stage3_seed1
+reward_curve stage3_seed1
 #    Dev: the 4K gate, and 1K (the training length) for its start and its end; then the tables.
 cd $HERE
 T4="niah_single_1 niah_multikey_2 niah_multivalue niah_multiquery"
@@ -129,13 +130,10 @@ done
 
 # 5. Stage 3 continued (2026-12-05, fifth session): the same command resumed from checkpoint 14, stopped by wall time.
 cd ../..
-timeout 5700 "${MULTI_CHUNK[@]}" --train_file runs/length-rl/train1k2k_mk_seed1.jsonl \
-    --init_adapter $HERE/results/adapter_stage2_seed1_step10 $BF16 --output_dir runs/length-rl/stage3_seed1 \
-    --resume_from_checkpoint runs/length-rl/stage3_seed1/checkpoint-14 || true
+timeout 5700 "${STAGE3[@]}" --resume_from_checkpoint runs/length-rl/stage3_seed1/checkpoint-14 || true
 #    Stopped by hand after checkpoint 29 (86 minutes). Its adapter, state and curve; dev at 4K (the gate), 1K and 16K.
-.venv/bin/python $HERE/keep_adapter.py runs/length-rl/stage3_seed1/checkpoint-29 $HERE/results/adapter_stage3_seed1_step29
-cp runs/length-rl/stage3_seed1/checkpoint-29/trainer_state.json $HERE/results/stage3_seed1_step29_trainer_state.json
-reward_curve $HERE/results/stage3_seed1_step29_trainer_state.json $HERE/figures/stage3_seed1_step29_reward_curve.png
+keep runs/length-rl/stage3_seed1/checkpoint-29 stage3_seed1_step29
+reward_curve stage3_seed1_step29
 cd $HERE
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
     --adapter results/adapter_stage3_seed1_step29 --out results/dev_stage3_seed1_step29_4k.json

@@ -59,7 +59,7 @@ def wrong_kind(numbers: list[str], needles: list[str], document: str) -> str:
 def inside_longer(gold: str, answer: str) -> bool:
     """Whether RULER's string match credits ``gold`` in ``answer`` only as part of a longer number.
 
-    >>> inside_longer("9633647", "\\\\boxed{19633647}"), inside_longer("9633647", "it is 9633647."), inside_longer("9633647", "no")
+    >>> inside_longer("9633647", "boxed{19633647}"), inside_longer("9633647", "it is 9633647."), inside_longer("9633647", "no")
     (True, False, False)
     """
     return gold in answer and gold not in NUMBER.findall(answer)
