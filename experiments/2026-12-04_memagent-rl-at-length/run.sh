@@ -150,3 +150,13 @@ done
 ../../.venv/bin/python answer_forms.py results/dev_stage3_seed1_4k.json results/dev_stage3_seed1_step29_4k.json results/dev_stage3_seed1_step29_1k.json
 ../../.venv/bin/python shortcuts.py results/dev_stage3_seed1_4k.json results/dev_stage3_seed1_step29_4k.json results/dev_stage3_seed1_1k.json \
     results/dev_stage3_seed1_step29_1k.json results/dev_untrained_16k_multikey.json results/dev_stage3_seed1_step29_16k.json
+
+# 6. Stage 4 (2026-12-05, sixth session): the paper's strict verifier as the reward, 4K documents added, from checkpoint 29.
+cd ../..
+.venv/bin/python $HERE/make_data.py --out runs/length-rl/stage4_4k_mk_seed1.jsonl --tasks niah_multikey_2 --per-task 32 --lengths 4000 --seed 1
+.venv/bin/python $HERE/make_data.py --out runs/length-rl/stage4_4k_rest_seed1.jsonl --tasks niah_multivalue niah_multiquery --per-task 16 --lengths 4000 --seed 1
+.venv/bin/python $HERE/make_data.py --out runs/length-rl/stage4_4k_single_seed1.jsonl --tasks niah_single_1 --per-task 8 --lengths 4000 --seed 1
+cat runs/length-rl/train1k2k_mk_seed1.jsonl runs/length-rl/stage4_4k_{mk,rest,single}_seed1.jsonl > runs/length-rl/stage4_seed1.jsonl
+STAGE4=("${MULTI_CHUNK[@]}" --train_file runs/length-rl/stage4_seed1.jsonl --reward_metric strict_boxed --warmup_steps 0
+    --init_adapter $HERE/results/adapter_stage3_seed1_step29 $BF16 --output_dir runs/length-rl/stage4_seed1)
+timeout 4500 "${STAGE4[@]}" || true
