@@ -160,3 +160,8 @@ cat runs/length-rl/train1k2k_mk_seed1.jsonl runs/length-rl/stage4_4k_{mk,rest,si
 STAGE4=("${MULTI_CHUNK[@]}" --train_file runs/length-rl/stage4_seed1.jsonl --reward_metric strict_boxed --warmup_steps 0
     --init_adapter $HERE/results/adapter_stage3_seed1_step29 $BF16 --output_dir runs/length-rl/stage4_seed1)
 timeout 4500 "${STAGE4[@]}" || true
+#    Stopped by hand after 4 steps (27 minutes): all 160 rollouts drawn earned 0 (free answers are never boxed).
+# 7. Stage 4b (2026-12-05, sixth session): the same data and start, whole-number matching in the reward (train_exact.py).
+STAGE4B=("${STAGE4[@]}" --output_dir runs/length-rl/stage4b_seed1)
+STAGE4B[1]=$HERE/train_exact.py
+timeout 3600 "${STAGE4B[@]}" || true

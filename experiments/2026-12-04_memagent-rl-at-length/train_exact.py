@@ -1,0 +1,57 @@
+r"""Stage 4b's trainer: ``training/grpo_multiconv.py`` with RULER's match made exact on whole numbers, in the reward only.
+
+RULER's string match credits a gold anywhere in the answer, so ``19633647`` earns the needle
+``9633647`` (stage 3's checkpoint 29 learned to prepend a 1). Here a gold counts only as a whole
+number: not preceded or followed by a digit. All-of records keep MemAgent's Eq. 7 (the fraction of
+golds found). The dev metric is unchanged (probe_reward.py scores with RULER's match), so this is a
+training-reward probe of this experiment, not an option of the package. The command line is
+grpo_multiconv.py's, unchanged (its ``--reward_metric`` is ignored: the reward is this one).
+
+    .venv/bin/python experiments/2026-12-04_memagent-rl-at-length/train_exact.py --preset cpu-smoke --train_file ... --output_dir ...
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from langgraph_memagent.training.data import load_training_file
+from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config, policy_to_train, training_dataset
+from langgraph_memagent.training.rewards import gold_answers
+from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
+
+
+def exact_number_reward(output: dict[str, Any], sample: dict[str, Any]) -> float:
+    r"""RULER's match with each gold counted only as a whole number; all-of records earn the fraction found.
+
+    >>> exact_number_reward({"response": r"\boxed{19633647}"}, {"answers": ["9633647"]})
+    0.0
+    >>> exact_number_reward({"response": "It is 9633647."}, {"answers": ["9633647"]})
+    1.0
+    >>> exact_number_reward({"response": "1234567 and 17654321"}, {"answers": ["1234567", "7654321"], "metric": "all"})
+    0.5
+    """
+    prediction = (output.get("answer") or output.get("response") or "").lower()
+    found = [re.search(rf"(?<!\d){re.escape(gold.lower())}(?!\d)", prediction) is not None for gold in gold_answers(sample)]
+    return sum(found) / len(found) if sample.get("metric") == "all" else float(any(found))
+
+
+exact_number_reward.__name__ = "answer_reward_exact_number"  # TRL logs rewards under the function's name
+
+
+def main() -> None:
+    config = parse_config(sys.argv[1:])
+    if config.graph != "memagent":
+        raise SystemExit(f"train_exact.py trains the memagent graph only, got --graph {config.graph}")
+    model, tokenizer = load_policy(config)
+    dataset = training_dataset(config, tokenizer, load_training_file(config.train_file))
+    model, peft_config = policy_to_train(model, config)
+    trainer = MultiConvGRPOTrainer(model, args=config, train_dataset=dataset, processing_class=tokenizer,
+                                   peft_config=peft_config, reward_fn=exact_number_reward)
+    trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+    trainer.save_model(config.output_dir)
+
+
+if __name__ == "__main__":
+    main()
