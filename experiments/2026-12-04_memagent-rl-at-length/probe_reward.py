@@ -48,13 +48,16 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=8, help="most calls decoded together, and graph runs in flight")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS, help="tasks to probe (default: the mix's five)")
     parser.add_argument("--task-options", type=json.loads, default={}, help='task settings, e.g. \'{"vt": {"num_hops": 1}}\'')
+    parser.add_argument("--free-answer", action="store_true",
+                        help="decode the final answer freely, as training rollouts do (default: under the \\boxed{} grammar, the package default)")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write (atomically)")
     args = parser.parse_args()
 
     model_dir = str(embedded_model_dir())
     codec = resolve_tokenizer(model_dir)
     model = chat_model(args, model_dir)
-    graph = build_memagent_graph(model, chunk_tokens=1000, memory_tokens=128, answer_tokens=64)
+    graph = build_memagent_graph(model, chunk_tokens=1000, memory_tokens=128, answer_tokens=64,
+                                 constrained_answer=False if args.free_answer else None)
     dev = SPLITS["dev"]
     # Every cell's rollouts in one batch, so a GPU decodes them together.
     cells = [(task, length, task_samples(task, length, codec, args.questions, dev["seed"], dev["key_pool"], **args.task_options.get(task, {})))

@@ -165,3 +165,26 @@ timeout 4500 "${STAGE4[@]}" || true
 STAGE4B=("${STAGE4[@]}" --output_dir runs/length-rl/stage4b_seed1)
 STAGE4B[1]=$HERE/train_exact.py
 timeout 3600 "${STAGE4B[@]}" || true
+#    Cut by the timeout inside step 7: checkpoint 6 (6 updates) is measured, at 4K (the gate) and 1K, then 16K.
+keep runs/length-rl/stage4b_seed1/checkpoint-6 stage4b_seed1
+cp runs/length-rl/stage4_seed1/checkpoint-3/trainer_state.json $HERE/results/stage4_seed1_trainer_state.json  # stage 4's 3 whole steps
+reward_curve stage4b_seed1
+cd $HERE
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+    --adapter results/adapter_stage4b_seed1 --out results/dev_stage4b_seed1_4k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 1000 --questions 16 --max-batch 16 --tasks $T4 \
+    --adapter results/adapter_stage4b_seed1 --out results/dev_stage4b_seed1_1k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 16000 --questions 8 --max-batch 16 \
+    --tasks niah_multivalue niah_multiquery niah_multikey_2 --adapter results/adapter_stage4b_seed1 --out results/dev_stage4b_seed1_16k.json
+for pair in "stage3_seed1_step29_4k stage4b_seed1_4k" "untrained_4k stage4b_seed1_4k" "stage3_seed1_step29_1k stage4b_seed1_1k" \
+        "untrained_300_1k stage4b_seed1_1k" "stage3_seed1_step29_16k stage4b_seed1_16k" "untrained_16k_multikey stage4b_seed1_16k" "untrained_16k stage4b_seed1_16k"; do
+    set -- $pair; ../../.venv/bin/python dev_table.py results/dev_$1.json results/dev_$2.json
+    ../../.venv/bin/python dev_table.py --strict results/dev_$1.json results/dev_$2.json
+done
+../../.venv/bin/python answer_forms.py results/dev_stage3_seed1_step29_4k.json results/dev_stage4b_seed1_4k.json results/dev_stage4b_seed1_1k.json
+../../.venv/bin/python shortcuts.py results/dev_stage3_seed1_step29_4k.json results/dev_stage4b_seed1_4k.json results/dev_stage4b_seed1_1k.json results/dev_stage4b_seed1_16k.json
+#    The same dev questions (8 a task) with the final answer decoded freely, as training rollouts decode it.
+for model in stage3_seed1_step29 stage4b_seed1; do
+    ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 1000 4000 --questions 8 --max-batch 16 \
+        --tasks niah_single_1 niah_multikey_2 --free-answer --adapter results/adapter_$model --out results/dev_${model}_free_1k_4k.json
+done
