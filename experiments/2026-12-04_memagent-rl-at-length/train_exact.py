@@ -12,6 +12,7 @@ grpo_multiconv.py's, unchanged (its ``--reward_metric`` is ignored: the reward i
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from typing import Any
@@ -41,11 +42,16 @@ exact_number_reward.__name__ = "answer_reward_exact_number"  # TRL logs rewards 
 
 
 def main() -> None:
-    config = parse_config(sys.argv[1:])
-    if config.graph != "memagent":
-        raise SystemExit(f"train_exact.py trains the memagent graph only, got --graph {config.graph}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # the trainer's per-step lines
+    try:  # bad options or a bad training file: one line, as grpo_multiconv.py gives
+        config = parse_config(sys.argv[1:], prog="train_exact.py")
+        if config.graph != "memagent" or not config.train_file:
+            raise ValueError(f"train_exact.py trains the memagent graph on a --train_file, got --graph {config.graph} --train_file {config.train_file}")
+        records = load_training_file(config.train_file)
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"train_exact.py: error: {error}") from None
     model, tokenizer = load_policy(config)
-    dataset = training_dataset(config, tokenizer, load_training_file(config.train_file))
+    dataset = training_dataset(config, tokenizer, records)
     model, peft_config = policy_to_train(model, config)
     trainer = MultiConvGRPOTrainer(model, args=config, train_dataset=dataset, processing_class=tokenizer,
                                    peft_config=peft_config, reward_fn=exact_number_reward)
