@@ -271,8 +271,9 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
     return Dataset.from_list(records)
 
 
-def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
-    """Train from the command line (``memagent train`` passes ``prog``); returns the process exit code."""
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None, reward_fn: Any = None) -> int:
+    """Train from the command line (``memagent train`` passes ``prog``; ``reward_fn``, when given, replaces the graph's
+    reward, as the trainer's own argument does); returns the process exit code."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
         # Everything a user can get wrong is checked before the policy loads: the config (all bad
@@ -292,7 +293,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     model, tokenizer = load_policy(config)
     dataset = training_dataset(config, tokenizer, records)
     model, peft_config = policy_to_train(model, config)
-    trainer = MultiConvGRPOTrainer(model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=peft_config)
+    trainer = MultiConvGRPOTrainer(model, args=config, train_dataset=dataset, processing_class=tokenizer, peft_config=peft_config,
+                                   reward_fn=reward_fn)
     trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
     trainer.save_model(config.output_dir)
     steps = [entry for entry in trainer.state.log_history if "step_time" in entry]

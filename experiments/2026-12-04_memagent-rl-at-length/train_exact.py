@@ -12,15 +12,12 @@ grpo_multiconv.py's, unchanged (its ``--reward_metric`` is ignored: the reward i
 
 from __future__ import annotations
 
-import logging
 import re
 import sys
 from typing import Any
 
-from langgraph_memagent.training.data import load_training_file
-from langgraph_memagent.training.grpo_multiconv import load_policy, parse_config, policy_to_train, training_dataset
+from langgraph_memagent.training.grpo_multiconv import main
 from langgraph_memagent.training.rewards import gold_answers
-from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
 
 def exact_number_reward(output: dict[str, Any], sample: dict[str, Any]) -> float:
@@ -41,23 +38,5 @@ def exact_number_reward(output: dict[str, Any], sample: dict[str, Any]) -> float
 exact_number_reward.__name__ = "answer_reward_exact_number"  # TRL logs rewards under the function's name
 
 
-def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # the trainer's per-step lines
-    try:  # bad options or a bad training file: one line, as grpo_multiconv.py gives
-        config = parse_config(sys.argv[1:], prog="train_exact.py")
-        if config.graph != "memagent" or not config.train_file:
-            raise ValueError(f"train_exact.py trains the memagent graph on a --train_file, got --graph {config.graph} --train_file {config.train_file}")
-        records = load_training_file(config.train_file)
-    except (ValueError, OSError) as error:
-        raise SystemExit(f"train_exact.py: error: {error}") from None
-    model, tokenizer = load_policy(config)
-    dataset = training_dataset(config, tokenizer, records)
-    model, peft_config = policy_to_train(model, config)
-    trainer = MultiConvGRPOTrainer(model, args=config, train_dataset=dataset, processing_class=tokenizer,
-                                   peft_config=peft_config, reward_fn=exact_number_reward)
-    trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
-    trainer.save_model(config.output_dir)
-
-
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main(sys.argv[1:], prog="train_exact.py", reward_fn=exact_number_reward))
