@@ -188,3 +188,25 @@ for model in stage3_seed1_step29 stage4b_seed1; do
     ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 1000 4000 --questions 8 --max-batch 16 \
         --tasks niah_single_1 niah_multikey_2 --free-answer --adapter results/adapter_$model --out results/dev_${model}_free_1k_4k.json
 done
+
+# 8. Stage 5 (2026-12-05, seventh session): free answers as the dev measure; stage 4b resumed from its checkpoint 6.
+#    Question 1: the 4K gate on free answers, for the untrained model, checkpoint 29 and stage 4b's checkpoint 6.
+for model in untrained stage3_seed1_step29 stage4b_seed1; do
+    adapter=(); [ $model = untrained ] || adapter=(--adapter results/adapter_$model)
+    ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+        --free-answer "${adapter[@]}" --out results/dev_${model}_free_4k.json
+done
+#    Question 2: stage 4b's command resumed from checkpoint 6, stopped by wall time; its last checkpoint kept and measured.
+cd ../..
+timeout 3600 "${STAGE4B[@]}" --resume_from_checkpoint runs/length-rl/stage4b_seed1/checkpoint-6 || true
+LAST=$(ls -d runs/length-rl/stage4b_seed1/checkpoint-* | sort -V | tail -1)
+keep $LAST stage5_seed1
+reward_curve stage5_seed1
+cd $HERE
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 4000 --questions 8 --max-batch 16 \
+    --free-answer --adapter results/adapter_stage5_seed1 --out results/dev_stage5_seed1_free_4k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 1000 --questions 16 --max-batch 16 --tasks $T4 \
+    --free-answer --adapter results/adapter_stage5_seed1 --out results/dev_stage5_seed1_free_1k.json
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 16000 --questions 8 --max-batch 16 \
+    --tasks niah_multivalue niah_multiquery niah_multikey_2 --free-answer --adapter results/adapter_stage5_seed1 \
+    --out results/dev_stage5_seed1_free_16k.json
