@@ -69,12 +69,16 @@ def strict_score(response: str, answers: Sequence[str], *, style: str = "boxed",
     "the answer is" (``"answer_is"``) in the reply's last 300 characters, lowercased and
     cleaned as :func:`strict_boxed_score` describes. Any-of tasks: 1.0 when it equals a gold.
     All-of tasks (``all_of``: multi-value and multi-query NIAH, VT, FWE): MemAgent's Eq. 7,
-    the fraction of golds the answer contains.
+    the fraction of golds the answer contains. Eq. 7 is the paper's rule for several answers: a
+    record with one gold is scored by equality (Eq. 6) whatever ``all_of`` says, because RULER marks
+    every NIAH task all-of and containment would pay a box that holds the needle inside a longer number.
 
     >>> strict_score(r"\boxed{1234567, 7654321}", ["1234567", "7654321"], all_of=True)
     1.0
     >>> strict_score(r"\boxed{1234567}", ["1234567", "7654321"], all_of=True)
     0.5
+    >>> strict_score(r"\boxed{19633647}", ["9633647"], all_of=True)
+    0.0
     >>> strict_score("So the answer is Paris.", ["paris"], style="answer_is")
     1.0
     """
@@ -83,8 +87,8 @@ def strict_score(response: str, answers: Sequence[str], *, style: str = "boxed",
     if not prediction:
         return 0.0
     golds = [_strip_latex(gold.lower()) for gold in gold_strings(answers)]
-    if all_of:
-        return sum(bool(gold) and gold in prediction for gold in golds) / len(golds) if golds else 0.0
+    if all_of and len(golds) > 1:
+        return sum(bool(gold) and gold in prediction for gold in golds) / len(golds)
     return float(any(prediction == gold for gold in golds))
 
 

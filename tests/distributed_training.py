@@ -79,6 +79,7 @@ def main() -> None:
     rank = trainer.accelerator.process_index
     record = {"processes": trainer.accelerator.num_processes, "backend": str(trainer.accelerator.state.backend), "rows": trainer.rows, "passes": trainer.passes, "lora": digests.digests}
     (out / f"rank-{rank}.json").write_text(json.dumps(record))
+    trainer.accelerator.end_training()  # as grpo_multiconv.main does: no process group left to interpreter exit
 
 
 if __name__ == "__main__":

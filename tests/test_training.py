@@ -136,6 +136,11 @@ def test_strict_reward_gives_all_of_tasks_eq7_and_follows_the_answer_is_prompt(t
     assert reward({"response": rf"\boxed{{{golds[0]} {golds[2]}}}"}, sample) == 0.5
     assert reward({"response": rf"\boxed{{{golds[0]}}}"}, {**sample, "metric": "any"}) == 1.0  # any-of: equality
     assert reward({"response": rf"\boxed{{{' '.join(golds)} 1234}}"}, {**sample, "distractors": ["1234"]}) == 0.0
+    # One gold: equality (Eq. 6) though RULER marks the task all-of, so the needle inside a longer number earns nothing.
+    (single,) = generate_samples("niah_single_1", codec, num_samples=1, target_tokens=400, seed=3)
+    assert single["metric"] == "all" and len(single["answers"]) == 1
+    assert reward({"response": rf"\boxed{{{single['answers'][0]}}}"}, single) == 1.0
+    assert reward({"response": rf"\boxed{{1{single['answers'][0]}}}"}, single) == 0.0  # was 1.0: the box contained it
     # MemAgent's "the answer is" prompt: the strict reward reads that answer (was 0.0 on every reply).
     answer_is = AnswerReward(final_prompt="answer_is")
     assert answer_is({"response": "Therefore, the answer is **42**."}, {"answers": ["42"]}) == 1.0
@@ -548,6 +553,27 @@ def test_stop_after_steps_cuts_a_longer_schedule_and_saves_the_cut(tiny_model_di
         again.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-1"))
     with pytest.raises(ValueError, match=r"stop_after_steps must be 0 \(off\) or from 1 to max_steps \(4\), got 5"):
         tiny_config(tmp_path, max_steps=4, stop_after_steps=5)
+
+
+def test_main_trains_on_the_reward_fn_it_is_given(tiny_model_dir, tmp_path):
+    # grpo_multiconv.main passes reward_fn to the trainer (experiments' own rewards ride on the package's command line).
+    from langgraph_memagent.training import grpo_multiconv
+
+    train_file = tmp_path / "train.json"
+    train_file.write_text(json.dumps([{"question": "What is the special magic number for dry-lake?",
+                                       "context": "The special magic number for dry-lake is 9920114.", "answers": ["9920114"]}]))
+    scored = []
+
+    def reward(output, sample):
+        scored.append((sample["answers"], output.get("response")))
+        return len(scored) % 2  # unequal rewards in a group, so no group is redrawn
+
+    argv = ["--preset", "cpu-smoke", "--model_name_or_path", str(tiny_model_dir), "--train_file", str(train_file),
+            "--output_dir", str(tmp_path / "run"), "--max_steps", "1", "--save_strategy", "no", "--reward_curve", "false",
+            "--num_generations", "2", "--per_device_train_batch_size", "2", "--steps_per_generation", "1",
+            "--chunk_tokens", "64", "--memory_tokens", "4", "--answer_tokens", "4", "--warmup_steps", "0"]
+    assert grpo_multiconv.main(argv, reward_fn=reward) == 0
+    assert len(scored) == 2 and all(answers == ["9920114"] for answers, _ in scored), scored
 
 
 def test_bench_learning_refuses_a_cut_first_phase_before_a_second_and_before_loading(tmp_path, monkeypatch):

@@ -78,7 +78,7 @@ class AnswerReward:
     ``strict_boxed`` follows the final prompt: it reads the ``\boxed{}`` answer, or with
     ``final_prompt="answer_is"`` the "the answer is" answer, with the same strictness
     (:func:`evals.scoring.strict_score`). A sample whose ``metric`` is ``"all"`` (all-of
-    RULER tasks) earns MemAgent's Eq. 7, the fraction of its golds the answer contains.
+    RULER tasks) with several golds earns MemAgent's Eq. 7, the fraction of its golds the answer contains.
 
     Args:
         metric: ``"strict_boxed"`` (MemAgent's training verifier, the default) or a

@@ -16,6 +16,7 @@ import json
 import statistics
 from pathlib import Path
 
+from langgraph_memagent.evals.records import answer_mode
 from langgraph_memagent.evals.scoring import strict_score
 from langgraph_memagent.evals.stats import across
 
@@ -23,13 +24,18 @@ from langgraph_memagent.evals.stats import across
 def rewards(cell: dict, strict: bool) -> list[float]:
     r"""A cell's per-question rewards: the file's (RULER's match), or the strict verifier's on its answers.
 
-    >>> cell = {"answers": [r"\boxed{19633647}", r"\boxed{1, 2}"], "golds": [["9633647"], ["2", "3"]], "rewards": [[1.0], [0.5]]}
+    A cell's records share its task's answer mode (``metric``); files written before probe_reward.py
+    recorded it hold only tasks that RULER's generators make all-of, so their cells are read as ``"all"``.
+    One gold is scored by equality either way (:func:`strict_score`).
+
+    >>> cell = {"task": "niah_multikey_2", "answers": [r"\boxed{19633647}", r"\boxed{1, 2}"], "golds": [["9633647"], ["2", "3"]], "rewards": [[1.0], [0.5]]}
     >>> rewards(cell, False), rewards(cell, True)
     ([1.0, 0.5], [0.0, 0.5])
     """
     if not strict:
         return sum(cell["rewards"], [])
-    return [strict_score(answer, golds, all_of=len(golds) > 1) for answer, golds in zip(cell["answers"], cell["golds"])]
+    all_of = answer_mode(cell.get("metric", "all"), f"{cell['task']}'s metric") == "all"
+    return [strict_score(answer, golds, all_of=all_of) for answer, golds in zip(cell["answers"], cell["golds"])]
 
 
 def main() -> None:

@@ -71,7 +71,7 @@ def main() -> None:
         mine = [(s, r) for (cell, s), r in zip(drawn, results) if cell == index]
         rewards = [score(r["response"], s.answers, s.scoring_metric) for s, r in mine]
         groups = [rewards[i:i + args.draws] for i in range(0, len(rewards), args.draws)]
-        report.append({"task": task, "length": length, "mean_reward": sum(rewards) / len(rewards),
+        report.append({"task": task, "length": length, "metric": mine[0][0].metric, "mean_reward": sum(rewards) / len(rewards),
                        "groups_with_signal": sum(len(set(g)) > 1 for g in groups), "groups": len(groups), "rewards": groups,
                        "answers": [r["response"] for _, r in mine], "golds": [list(map(str, s.answers)) for s, _ in mine]})
         tqdm.write(json.dumps({k: v for k, v in report[-1].items() if k not in ("rewards", "answers", "golds")}))

@@ -56,13 +56,22 @@ def wrong_kind(numbers: list[str], needles: list[str], document: str) -> str:
     return "haystack number" if numbers[0] in document else "made up"
 
 
+def whole_number(gold: str, answer: str) -> bool:
+    """Whether ``answer`` holds ``gold`` with no digit touching it (train_exact.py's reward counts golds this way).
+
+    >>> whole_number("9633647", "it is 9633647."), whole_number("9633647", "boxed{19633647}")
+    (True, False)
+    """
+    return re.search(rf"(?<!\d){re.escape(gold)}(?!\d)", answer) is not None
+
+
 def inside_longer(gold: str, answer: str) -> bool:
     """Whether RULER's string match credits ``gold`` in ``answer`` only as part of a longer number.
 
     >>> inside_longer("9633647", "boxed{19633647}"), inside_longer("9633647", "it is 9633647."), inside_longer("9633647", "no")
     (True, False, False)
     """
-    return gold in answer and gold not in NUMBER.findall(answer)
+    return gold in answer and not whole_number(gold, answer)
 
 
 def report(path: Path, codec) -> None:

@@ -12,9 +12,10 @@ grpo_multiconv.py's, unchanged (its ``--reward_metric`` is ignored: the reward i
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any
+
+from shortcuts import whole_number
 
 from langgraph_memagent.training.grpo_multiconv import main
 from langgraph_memagent.training.rewards import gold_answers
@@ -31,7 +32,7 @@ def exact_number_reward(output: dict[str, Any], sample: dict[str, Any]) -> float
     0.5
     """
     prediction = (output.get("answer") or output.get("response") or "").lower()
-    found = [re.search(rf"(?<!\d){re.escape(gold.lower())}(?!\d)", prediction) is not None for gold in gold_answers(sample)]
+    found = [whole_number(gold.lower(), prediction) for gold in gold_answers(sample)]
     return sum(found) / len(found) if sample.get("metric") == "all" else float(any(found))
 
 
