@@ -386,7 +386,9 @@ def build_memagent_graph(
             grammars (``LocalChatModel``, ``VLLMEngineChatModel``), off elsewhere. On the same 8
             generated RULER ``niah_single_1`` 4K haystacks the embedded model's extracted answer
             held the needle 6 times with it and 0 without (its raw reply 6 times either way;
-            BENCHMARKS.md section 13).
+            BENCHMARKS.md section 13). Pass ``False`` for a policy trained by this package's
+            trainer, whose rollouts answer freely: an adapter trained so scored higher on free
+            answers (experiments/2026-12-04_memagent-rl-at-length, stage 5).
         checkpointer: any LangGraph checkpointer; enables resuming with
             ``graph.invoke(None, {"configurable": {"thread_id": ...}})``.
         store: where chunks live during a run (default: an in-memory store). Nested in
