@@ -210,3 +210,19 @@ cd $HERE
 ../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 16000 --questions 8 --max-batch 16 \
     --tasks niah_multivalue niah_multiquery niah_multikey_2 --free-answer --adapter results/adapter_stage5_seed1 \
     --out results/dev_stage5_seed1_free_16k.json
+#    For the rule that picks seeds 2 and 3's recipe: checkpoint 29's free answers at 16K.
+../../.venv/bin/python probe_reward.py --draws 1 --temperature 0 --lengths 16000 --questions 8 --max-batch 16 \
+    --tasks niah_multivalue niah_multiquery niah_multikey_2 --free-answer --adapter results/adapter_stage3_seed1_step29 \
+    --out results/dev_stage3_seed1_step29_free_16k.json
+#    The tables, shortcuts and answers' forms of stage 5.
+for pair in "untrained_free_4k stage3_seed1_step29_free_4k" "stage3_seed1_step29_4k stage3_seed1_step29_free_4k" "untrained_free_4k stage4b_seed1_free_4k" \
+        "stage3_seed1_step29_free_4k stage5_seed1_free_4k" "untrained_free_4k stage5_seed1_free_4k" "stage3_seed1_step29_1k stage5_seed1_free_1k" \
+        "untrained_300_1k stage5_seed1_free_1k" "stage3_seed1_step29_free_16k stage5_seed1_free_16k" "untrained_16k_multikey stage5_seed1_free_16k" \
+        "untrained_16k stage5_seed1_free_16k"; do
+    set -- $pair; ../../.venv/bin/python dev_table.py results/dev_$1.json results/dev_$2.json
+done
+../../.venv/bin/python shortcuts.py results/dev_{untrained,stage3_seed1_step29,stage4b_seed1,stage5_seed1}_free_4k.json \
+    results/dev_stage5_seed1_free_1k.json results/dev_{stage3_seed1_step29,stage5_seed1}_free_16k.json
+../../.venv/bin/python answer_forms.py results/dev_{untrained,stage3_seed1_step29,stage4b_seed1,stage5_seed1}_free_4k.json \
+    results/dev_stage5_seed1_free_1k.json results/dev_stage5_seed1_free_16k.json
+#    The recipe fixed on dev (stage 5's), for training seeds 2 and 3: bash recipe.sh 2; bash recipe.sh 3
