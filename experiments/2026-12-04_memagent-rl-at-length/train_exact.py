@@ -17,6 +17,7 @@ from typing import Any
 
 from shortcuts import whole_number
 
+from langgraph_memagent.evals.records import answer_mode
 from langgraph_memagent.training.grpo_multiconv import main
 from langgraph_memagent.training.rewards import gold_answers
 
@@ -33,7 +34,8 @@ def exact_number_reward(output: dict[str, Any], sample: dict[str, Any]) -> float
     """
     prediction = (output.get("answer") or output.get("response") or "").lower()
     found = [whole_number(gold.lower(), prediction) for gold in gold_answers(sample)]
-    return sum(found) / len(found) if sample.get("metric") == "all" else float(any(found))
+    all_of = answer_mode(sample.get("metric") or "any", "sample metric") == "all"  # the package's check of the field
+    return sum(found) / len(found) if all_of else float(any(found))
 
 
 exact_number_reward.__name__ = "answer_reward_exact_number"  # TRL logs rewards under the function's name
