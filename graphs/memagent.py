@@ -127,6 +127,8 @@ class MemAgentSteps:
         if config.constrained_answer:
             answer_options["grammar"] = answer_grammar(config.final_prompt, config.answer_tokens)
         self.answer_model = model.bind(**answer_options)
+        # A model trained to answer freely (smollm2-135m-memagent) writes no \boxed{}: its reply is its answer.
+        self.reply_is_answer = bool(getattr(model, "free_answer", False))
 
     def _store(self, store: BaseStore | None) -> BaseStore:
         """The run's store: the parent's or the server's when there is one, else the graph's own."""
@@ -231,9 +233,12 @@ class MemAgentSteps:
     def _after_answer(self, state: MemAgentState, reply: BaseMessage) -> tuple[dict[str, Any], list[PutOp]]:
         namespace = chunks_namespace(state)
         deletes = [PutOp(namespace, chunk_key(i), None) for i in range(state["num_chunks"])]
+        answer = extract_answer(reply.text, self.config.final_prompt)
+        if answer is None and self.reply_is_answer:
+            answer = reply.text.strip() or None
         update = {
             "response": reply.text,
-            "answer": extract_answer(reply.text, self.config.final_prompt),
+            "answer": answer,
             "usage": add_usage(state["usage"], reply),
         }
         return update, deletes
@@ -383,12 +388,14 @@ def build_memagent_graph(
         final_prompt: ``"boxed"`` (paper) or ``"answer_is"`` (reference eval variant).
         constrained_answer: decode the final answer in ``final_prompt``'s form (``\\boxed{...}``)
             under a grammar; the prompts stay the paper's. ``None``: on where the model decodes
-            grammars (``LocalChatModel``, ``VLLMEngineChatModel``), off elsewhere. On the same 8
+            grammars (``LocalChatModel``, ``VLLMEngineChatModel``) and was not trained to answer freely
+            (``free_answer``, as ``smollm2-135m-memagent``), off elsewhere. On the same 8
             generated RULER ``niah_single_1`` 4K haystacks the embedded model's extracted answer
             held the needle 6 times with it and 0 without (its raw reply 6 times either way;
             BENCHMARKS.md section 13). Pass ``False`` for a policy trained by this package's
             trainer, whose rollouts answer freely: an adapter trained so scored higher on free
-            answers (experiments/2026-12-04_memagent-rl-at-length, stage 5).
+            answers (experiments/2026-12-04_memagent-rl-at-length, stage 5); a model loaded with
+            ``free_answer=True`` needs no flag.
         checkpointer: any LangGraph checkpointer; enables resuming with
             ``graph.invoke(None, {"configurable": {"thread_id": ...}})``.
         store: where chunks live during a run (default: an in-memory store). Nested in
@@ -397,7 +404,8 @@ def build_memagent_graph(
         name: graph name (shown in traces and LangGraph servers).
 
     Returns:
-        A compiled graph. Input ``{"question", "document"}``; output ``answer``,
+        A compiled graph. Input ``{"question", "document"}``; output ``answer`` (what the
+        reply's ``\\boxed{}`` holds; a ``free_answer`` model's whole reply when it writes none),
         ``response``, ``memory``, ``chunks_read``, ``num_chunks``,
         ``empty_memory_updates`` and ``usage``. The run's chunks sit in the store under its user
         (``context={"user_id": ...}``, the signed-in user when served, else ``"anonymous"``).
@@ -419,7 +427,7 @@ def build_memagent_graph(
             f"{type(model).__name__} does not"
         )
     if config.constrained_answer is None:
-        config = replace(config, constrained_answer=decodes_grammars)
+        config = replace(config, constrained_answer=decodes_grammars and not getattr(model, "free_answer", False))
     codec = resolve_tokenizer(tokenizer, model)
     _check_window(config, codec, context_window(model))
     own_store = store if store is not None else InMemoryStore()

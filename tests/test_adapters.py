@@ -73,3 +73,50 @@ def test_the_served_graphs_read_the_adapter_from_the_environment(tiny_model_dir,
 
     model = served_model({"MEMAGENT_MODEL": f"hf:{tiny_model_dir}", "MEMAGENT_ADAPTER": str(lora_dir)})
     assert model.adapter == str(lora_dir) and model.quantization is None
+
+
+def test_the_served_graphs_serve_the_shipped_adapter_by_name(embedded_model_dir):
+    from langgraph_memagent.agents.loading import model_directory, shipped_adapter
+    from langgraph_memagent.graphs.served import served_model, served_tokenizer
+
+    environ = {"MEMAGENT_MODEL": "smollm2-135m-memagent"}
+    assert served_model(environ).adapter == shipped_adapter("smollm2-135m-memagent")
+    assert served_tokenizer(environ) == model_directory("smollm2-135m")  # its base model's tokenizer, read without the weights
+
+
+def test_the_shipped_adapter_loads_by_name_and_answers_freely(embedded_model_dir, lora_dir):
+    from langgraph_memagent import build_memagent_graph, load_chat_model
+    from langgraph_memagent.agents.loading import model_directory, shipped_adapter
+
+    trained = load_chat_model("smollm2-135m-memagent")
+    assert trained.adapter == shipped_adapter("smollm2-135m-memagent") and trained.model_path == model_directory("smollm2-135m")
+    assert trained.quantization is None and trained.free_answer
+    budget = {"chunk_tokens": 1000, "memory_tokens": 128, "answer_tokens": 64}
+    # MemAgent decodes its answer without the grammar, unless told; the base model keeps the grammar.
+    assert build_memagent_graph(trained, **budget).memagent_config.constrained_answer is False
+    assert build_memagent_graph(trained, constrained_answer=True, **budget).memagent_config.constrained_answer is True
+    assert build_memagent_graph(load_chat_model("smollm2-135m"), **budget).memagent_config.constrained_answer is True
+    with pytest.raises(ValueError, match="'smollm2-135m-memagent' carries its own trained adapter"):
+        load_chat_model("smollm2-135m-memagent", adapter=str(lora_dir))
+
+
+def test_the_shipped_adapter_holds_the_trained_weights(embedded_model_dir):
+    """On the first development question of multi-key NIAH at 1K tokens (training keys, never a test question), the trained
+    model finds the needle of the asked key and the untrained one does not (experiments/2026-12-04_memagent-rl-at-length,
+    dev_stage5_seed1_free_1k.json and dev_untrained_300_1k.json)."""
+    from langgraph_memagent import build_memagent_graph, load_chat_model
+    from langgraph_memagent.evals.ruler import generate_task
+    from langgraph_memagent.training.held_out import SPLITS
+
+    base = load_chat_model("smollm2-135m")
+    dev = SPLITS["dev"]
+    sample = generate_task("niah_multikey_2", 1000, codec=base.tokenizer, num_samples=16, seed=dev["seed"], key_pool=dev["key_pool"])[0]
+    results = {}
+    for name in ("smollm2-135m-memagent", "smollm2-135m"):
+        graph = build_memagent_graph(load_chat_model(name), chunk_tokens=1000, memory_tokens=128, answer_tokens=64)
+        results[name] = graph.invoke({"question": sample.question, "document": sample.document})
+    (gold,) = map(str, sample.answers)
+    trained, untrained = results["smollm2-135m-memagent"], results["smollm2-135m"]
+    assert gold in trained["response"] and gold not in untrained["response"], results
+    # It writes no box: its whole reply is its answer.
+    assert "\\boxed" not in trained["response"] and trained["answer"] == trained["response"].strip()

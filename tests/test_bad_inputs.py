@@ -346,6 +346,8 @@ ROWS: list[Row] = [
         trainer("--preset", "cpu-agemem", "--agemem_sessions", "given-memory", "--write_curriculum", "true")),
     Row("trainer", "--init_adapter to a directory without an adapter", ("init_adapter must be a saved LoRA adapter directory", "got '{tmp}'"),
         trainer("--init_adapter", "{tmp}")),
+    Row("trainer", "the shipped adapter's model with full fine-tuning", ("model_name_or_path 'smollm2-135m-memagent' trains its shipped LoRA "
+        "adapter further", "finetuning 'full'"), trainer("--model_name_or_path", "smollm2-135m-memagent", "--finetuning", "full")),
     Row("trainer", "--search_reply none", ("--search_reply", "invalid choice: 'none'"), trainer("--search_reply", "none")),
     Row("trainer", "--answer_rule maybe", ("--answer_rule", "invalid choice: 'maybe'"), trainer("--answer_rule", "maybe")),
     Row("trainer", "--category_shares yes-no=0.5", ("category_shares must be 'category=share' pairs", "got 'yes-no=0.5'"),

@@ -151,6 +151,8 @@ def test_the_wheel_holds_the_package_alone_and_requires_only_the_core(tmp_path: 
         metadata = email.message_from_bytes(wheel.read(next(name for name in names if name.endswith(".dist-info/METADATA"))))
     assert all(name.startswith(("langgraph_memagent/", "langgraph_memagent-")) for name in names), names
     assert {"langgraph_memagent/cli.py", "langgraph_memagent/agents/extras.py", "langgraph_memagent/training/grpo_multiconv.py"} <= set(names)
+    shipped = "langgraph_memagent/agents/adapters/smollm2-135m-memagent/"
+    assert {f"{shipped}adapter_config.json", f"{shipped}adapter_model.safetensors", f"{shipped}README.md"} <= set(names)
     unconditional = [Requirement(line) for line in metadata.get_all("Requires-Dist") if "extra ==" not in line]
     assert sorted(str(requirement) for requirement in unconditional) == sorted(str(Requirement(line)) for line in PROJECT["dependencies"])
     assert not {"torch", "transformers", "trl", "matplotlib", "sentence-transformers"} & {requirement.name for requirement in unconditional}

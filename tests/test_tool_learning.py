@@ -674,6 +674,21 @@ def test_a_curriculum_stage_starts_from_the_last_stages_adapter(tiny_model_dir, 
     assert any(not torch.equal(value, saved[name]) for name, value in trainer.model.named_parameters() if name in saved)
 
 
+def test_the_shipped_adapters_name_trains_that_adapter_further(embedded_model_dir, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    from langgraph_memagent.agents.loading import shipped_adapter
+    from langgraph_memagent.training.grpo_multiconv import load_policy, policy_to_train
+
+    config = parse_config(["--preset", "cpu-smoke", "--output_dir", str(tmp_path), "--model_name_or_path", "smollm2-135m-memagent"])
+    policy, peft_config = policy_to_train(load_policy(config)[0], config)
+    shipped = load_file(f"{shipped_adapter('smollm2-135m-memagent')}/adapter_model.safetensors")
+    started = {name.replace(".default", ""): value for name, value in policy.named_parameters() if "lora_" in name}
+    assert peft_config is None and len(started) == len(shipped) == 30 * 7 * 2
+    assert all(torch.equal(value, shipped[name].to(value.dtype)) and value.requires_grad for name, value in started.items())
+
+
 def test_the_trainers_search_reply_reaches_the_graph_and_the_reading_memory(tmp_path):
     config = parse_config(["--preset", "cpu-sumer", "--output_dir", str(tmp_path), "--search_reply", "plain",
                            "--forced_answer_call", "submit", "--reading_memory", "evidence", "--answer_rule", "yes-no"])

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from trl import GRPOConfig
 
+from ..agents.loading import SHIPPED_ADAPTERS
 from ..evals.conversations import CONVERSATIONS_TASK, WORDINGS
 from ..evals.ruler import KEY_POOLS, NIAH_TASKS, TASKS
 from ..evals.scoring import METRICS
@@ -174,7 +175,8 @@ class MultiConvGRPOConfig(GRPOConfig):
     # Model ---------------------------------------------------------------------------
     model_name_or_path: str = field(
         default="smollm2-135m",
-        metadata={"help": "Policy: 'smollm2-135m' (embedded) or a local transformers model directory / hub id."},
+        metadata={"help": "Policy: 'smollm2-135m' (embedded), 'smollm2-135m-memagent' (embedded, its shipped MemAgent adapter "
+                  "trained further) or a local transformers model directory / hub id."},
     )
     finetuning: str = field(
         default="auto", metadata={"help": "'lora', 'full', or 'auto' (LoRA on CPU, full fine-tuning on GPU)."}
@@ -439,7 +441,7 @@ class MultiConvGRPOConfig(GRPOConfig):
         """One line per bad field of this config; ``__post_init__`` raises them all together, before
         anything loads, so a command line with three bad flags names all three."""
         problems = self._choice_problems() + self._other_graph_problems() + self._range_problems()
-        problems += self._data_problems() + self._sampling_problems() + self._token_budget_problems()
+        problems += self._data_problems() + self._model_problems() + self._sampling_problems() + self._token_budget_problems()
         if self.use_vllm and self.vllm_mode == "colocate" and (self.vllm_tensor_parallel_size > 1 or self.vllm_enable_sleep_mode):
             # TRL gathers prompts over the tensor-parallel group inside every generate call, a collective each rank
             # must enter equally often, while a graph's number of calls depends on what the model writes; sleep
@@ -592,12 +594,23 @@ class MultiConvGRPOConfig(GRPOConfig):
             problems.append(f"key_pool must be one of {list(KEY_POOLS)} with a NIAH task, got {self.key_pool!r} with task {self.task!r}")
         if self.gold_position is not None and (self.gold_position != "balanced" or self.task != "niah_multikey_1"):
             problems.append(f"gold_position must be 'balanced' with task 'niah_multikey_1', got {self.gold_position!r} with task {self.task!r}")
+        return problems
+
+    def _model_problems(self) -> list[str]:
+        """The policy and the adapter it starts from, one line each."""
+        problems = []
         if self.init_adapter is not None and not (self.use_lora and (Path(self.init_adapter) / "adapter_config.json").is_file()):
             problems.append(
                 f"init_adapter must be a saved LoRA adapter directory (with adapter_config.json) and finetuning 'lora' or "
                 f"'auto' on CPU, got {self.init_adapter!r} with finetuning {self.finetuning!r}"
             )
         model = self.model_name_or_path
+        if model in SHIPPED_ADAPTERS and (self.init_adapter is not None or not self.use_lora):
+            problems.append(
+                f"model_name_or_path {model!r} trains its shipped LoRA adapter further: leave init_adapter unset and "
+                f"finetuning 'lora' or 'auto' on CPU, or start from 'smollm2-135m'; got init_adapter {self.init_adapter!r} "
+                f"with finetuning {self.finetuning!r}"
+            )
         if model.startswith((".", "/", "~")) and not Path(model).expanduser().is_dir():
             problems.append(f"model_name_or_path {model!r} does not exist or is not a directory")
         return problems

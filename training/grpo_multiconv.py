@@ -127,7 +127,7 @@ from typing import Any
 import torch
 
 from ..agents.extras import needs_extra
-from ..agents.loading import context_window, model_directory
+from ..agents.loading import context_window, model_directory, shipped_adapter
 from ..evals.conversations import CONVERSATIONS_TASK
 from ..graphs.registry import GRAPHS
 from .config import HELP_SECTIONS, TRL_SECTION, MultiConvGRPOConfig, other_graph_options
@@ -234,13 +234,14 @@ def lora_config(config: MultiConvGRPOConfig) -> Any:
 def policy_to_train(model: Any, config: MultiConvGRPOConfig) -> tuple[Any, Any]:
     """The model and ``peft_config`` to give the trainer: ``model`` with a fresh LoRA adapter
     (:func:`lora_config`), or with the saved ``config.init_adapter`` made trainable (a
-    curriculum's next stage starts where the last one ended)."""
-    if config.init_adapter is None:
+    curriculum's next stage starts where the last one ended; ``smollm2-135m-memagent`` starts from its shipped one)."""
+    adapter = config.init_adapter or shipped_adapter(config.model_name_or_path)
+    if adapter is None:
         return model, lora_config(config)
     with needs_extra("train", "--init_adapter"):
         from peft import PeftModel
 
-    return PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True), None
+    return PeftModel.from_pretrained(model, adapter, is_trainable=True), None
 
 
 def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[dict[str, Any]] | None = None) -> Any:
