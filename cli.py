@@ -336,7 +336,8 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--adapter", metavar="DIR",
         help="local models: a LoRA adapter directory (memagent train --finetuning lora's --output_dir) merged into the "
-        "weights at load; float32 unless --quantization int4 (which rounds the merged weights to 4 bits)",
+        "weights at load; float32 unless --quantization int4 (which rounds the merged weights to 4 bits); MemAgent then "
+        "decodes its answer freely, as the trainer's rollouts do",
     )
     group.add_argument(
         "--quantization", choices=("int4", "none"),

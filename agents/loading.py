@@ -30,11 +30,13 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
       ``quantization="int4"`` unless told otherwise (``quantization=None``: float32).
     - ``"smollm2-135m-memagent"``: the same model with the LoRA adapter the package ships, trained by
       multi-conversation GRPO to read as MemAgent's memory agent (1000-token chunks, 128-token memory;
-      ``agents/adapters/smollm2-135m-memagent/README.md`` says how and how well). It answers freely
-      (``free_answer=True``): MemAgent graphs decode its final answer without the ``\\boxed{}`` grammar.
+      ``agents/adapters/smollm2-135m-memagent/README.md`` says how and how well). Like every adapter it
+      answers freely (``free_answer=True``): MemAgent graphs decode its final answer without the
+      ``\\boxed{}`` grammar.
     - ``"hf:<dir>"``: any local transformers causal LM directory, same backend.
       It and ``"smollm2-135m"`` take ``adapter="<dir>"``: a LoRA adapter trained on them (``memagent train``'s
-      output_dir), merged into the weights at load (float32 unless ``quantization`` says otherwise).
+      output_dir), merged into the weights at load (float32 unless ``quantization`` says otherwise), answering
+      freely as the trainer's rollouts do (``free_answer=True`` unless told otherwise).
     - ``"vllm:<model>"`` / ``"openai:<model>"``: an OpenAI-compatible server through
       ``ChatOpenAI`` (pass ``base_url``; ``api_key`` defaults to ``"EMPTY"`` for vLLM).
       Retries are bounded (``max_retries``, default 2) and calls time out
@@ -54,11 +56,13 @@ def load_chat_model(spec: str = "smollm2-135m", **kwargs: Any) -> BaseChatModel:
         if kwargs.get("adapter") is not None:
             raise ValueError(f"{spec!r} carries its own trained adapter; to merge another, load 'smollm2-135m' with adapter=")
         kwargs.update(adapter=shipped_adapter(spec))
-        kwargs.setdefault("free_answer", True)  # trained on free answers, it scored higher on them (stage 5)
     if kwargs.get("adapter") is not None and (spec in EMBEDDED_MODELS or provider == "hf"):
         from .local_model import check_adapter
 
         check_adapter(kwargs["adapter"])  # here, so the error is one plain line rather than pydantic's report
+        # The trainer's rollouts answer freely, and a policy trained so scored higher answering freely than under
+        # the answer grammar (experiments/2026-12-04_memagent-rl-at-length, stage 5).
+        kwargs.setdefault("free_answer", True)
     if spec in EMBEDDED_MODELS:
         from .local_model import LocalChatModel
 

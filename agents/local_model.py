@@ -214,7 +214,7 @@ class LocalChatModel(JsonSchemaOutput, BaseChatModel):
         None, description="A PEFT LoRA adapter directory (e.g. `memagent train --finetuning lora`'s output_dir) merged into the weights at load."
     )
     free_answer: bool = Field(
-        False, description="Trained to write its final answer unaided (`smollm2-135m-memagent`): MemAgent graphs that leave constrained_answer unset decode it without a grammar."
+        False, description="Trained to write its final answer unaided (a `memagent train` adapter, `smollm2-135m-memagent`; load_chat_model sets it with an adapter): MemAgent graphs that leave constrained_answer unset decode it without a grammar."
     )
     quantization: str | None = Field(
         None, description="'int4': 4-bit Linear layers on CPU (for the embedded model its GGUF's own codes), ~3x faster decoding; inference only."

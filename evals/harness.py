@@ -45,7 +45,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import LLMResult
 
 from ..agents.atomic_files import write_atomic
-from ..agents.loading import EMBEDDED_MODELS, context_window
+from ..agents.loading import EMBEDDED_MODELS, SHIPPED_ADAPTERS, context_window
 from ..graphs.options import GraphOptions, default_graph_options
 from ..graphs.registry import GRAPHS, build_graph
 from .lengths import ComparisonError, format_tokens
@@ -319,6 +319,9 @@ def _manifest(config: ComparisonConfig, model: BaseChatModel, codec: Any) -> dic
         "judge": None if config.judge is None else config.judge if isinstance(config.judge, str) else describe_endpoint(config.judge),
         # Only when set, so float32 runs recorded before the option existed still resume.
         **({"quantization": model.quantization} if getattr(model, "quantization", None) else {}),
+        # A shipped adapter is named by the spec; its path moves with the install.
+        **({"adapter": model.adapter} if getattr(model, "adapter", None) and config.model not in SHIPPED_ADAPTERS else {}),
+        **({"free_answer": True} if getattr(model, "free_answer", False) else {}),
         **({"compile_decode": True} if getattr(model, "compile_decode", False) else {}),
         **({"prompt_lookup_num_tokens": lookup} if (lookup := getattr(model, "prompt_lookup_in_use", 0)) else {}),
     }
@@ -334,7 +337,8 @@ def _check_manifest(out: Path, manifest: dict[str, Any]) -> None:
         manifest = {**manifest, "graph_options": {k: v for k, v in manifest["graph_options"].items() if k in recorded}}
         if before.get("temperature") == manifest["temperature"] == 0:
             manifest["top_p"] = before.get("top_p")  # greedy decoding never reads top_p
-        changed = [f"{k}: {before.get(k)!r} -> {v!r}" for k, v in manifest.items() if before.get(k) != v]
+        # Both sides' keys: a setting recorded only when set (an adapter, int4) may be dropped as well as changed.
+        changed = [f"{k}: {before.get(k)!r} -> {manifest.get(k)!r}" for k in {**before, **manifest} if before.get(k) != manifest.get(k)]
         if changed:
             raise ComparisonError(
                 f"{out} holds results of another configuration ({'; '.join(changed)}); "

@@ -394,8 +394,8 @@ def build_memagent_graph(
             held the needle 6 times with it and 0 without (its raw reply 6 times either way;
             BENCHMARKS.md section 13). Pass ``False`` for a policy trained by this package's
             trainer, whose rollouts answer freely: an adapter trained so scored higher on free
-            answers (experiments/2026-12-04_memagent-rl-at-length, stage 5); a model loaded with
-            ``free_answer=True`` needs no flag.
+            answers (experiments/2026-12-04_memagent-rl-at-length, stage 5). ``load_chat_model`` with
+            an adapter, or ``smollm2-135m-memagent``, sets the model's ``free_answer``, which does it.
         checkpointer: any LangGraph checkpointer; enables resuming with
             ``graph.invoke(None, {"configurable": {"thread_id": ...}})``.
         store: where chunks live during a run (default: an in-memory store). Nested in

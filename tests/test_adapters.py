@@ -120,3 +120,21 @@ def test_the_shipped_adapter_holds_the_trained_weights(embedded_model_dir):
     assert gold in trained["response"] and gold not in untrained["response"], results
     # It writes no box: its whole reply is its answer.
     assert "\\boxed" not in trained["response"] and trained["answer"] == trained["response"].strip()
+
+
+def test_a_comparison_records_the_adapter_and_refuses_to_mix_another(tiny_model_dir, lora_dir, tmp_path):
+    from types import SimpleNamespace
+
+    from langgraph_memagent import load_chat_model
+    from langgraph_memagent.evals import harness
+    from langgraph_memagent.evals.harness import ComparisonConfig, ComparisonError
+    from langgraph_memagent.evals.results import RESULTS_FILE
+
+    config, codec = ComparisonConfig(graphs=("memagent",), model=f"hf:{tiny_model_dir}", out=tmp_path), SimpleNamespace(name="t")
+    adapted = harness._manifest(config, load_chat_model(f"hf:{tiny_model_dir}", adapter=str(lora_dir)), codec)
+    base = harness._manifest(config, load_chat_model(f"hf:{tiny_model_dir}"), codec)
+    assert (adapted["adapter"], adapted["free_answer"]) == (str(lora_dir), True) and not {"adapter", "free_answer"} & set(base)
+    harness._check_manifest(tmp_path, adapted)
+    (tmp_path / RESULTS_FILE).write_text('{"graph": "memagent", "task": "t", "length": "4K", "index": 0, "seed": 0}\n')
+    with pytest.raises(ComparisonError, match=f"adapter: '{lora_dir}' -> None"):
+        harness._check_manifest(tmp_path, base)
