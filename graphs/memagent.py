@@ -392,10 +392,9 @@ def build_memagent_graph(
             (``free_answer``, as ``smollm2-135m-memagent``), off elsewhere. On the same 8
             generated RULER ``niah_single_1`` 4K haystacks the embedded model's extracted answer
             held the needle 6 times with it and 0 without (its raw reply 6 times either way;
-            BENCHMARKS.md section 13). Pass ``False`` for a policy trained by this package's
-            trainer, whose rollouts answer freely: an adapter trained so scored higher on free
-            answers (experiments/2026-12-04_memagent-rl-at-length, stage 5). ``load_chat_model`` with
-            an adapter, or ``smollm2-135m-memagent``, sets the model's ``free_answer``, which does it.
+            BENCHMARKS.md section 13). A policy trained by this package's trainer answers freely, as
+            its rollouts did, and scored higher so (experiments/2026-12-04_memagent-rl-at-length,
+            stage 5): ``load_chat_model`` with an adapter sets its ``free_answer``.
         checkpointer: any LangGraph checkpointer; enables resuming with
             ``graph.invoke(None, {"configurable": {"thread_id": ...}})``.
         store: where chunks live during a run (default: an in-memory store). Nested in
