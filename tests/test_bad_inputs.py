@@ -228,6 +228,8 @@ ROWS: list[Row] = [
         cli("run", "--question", "q", "--document", "{doc}", "--model", "vllm:x", "--base-url", "http://127.0.0.1:9/v1", "--adapter", "{tmp}")),
     Row("cli", "--adapter a directory that holds no adapter", ("adapter must be a PEFT LoRA adapter directory", "{tmp}"),
         cli("run", "--question", "q", "--document", "{doc}", "--adapter", "{tmp}")),
+    Row("cli", "--adapter with the model that ships one", ("'smollm2-135m-memagent' carries its own trained adapter", "'smollm2-135m' with adapter="),
+        cli("run", "--question", "q", "--document", "{doc}", "--model", "smollm2-135m-memagent", "--adapter", "{tmp}")),
     Row("cli", "--prompt-lookup -1", ("--prompt-lookup", "draft tokens >= 0", "'-1'"), cli("run", "--question", "q", "--document", "{doc}", "--prompt-lookup", "-1")),
     Row("python", "LocalChatModel(prompt_lookup_num_tokens=-2), SamplingParams(prompt_lookup_num_tokens=1.5 or True)",
         covered_by="test_prompt_lookup.py::test_a_negative_or_fractional_draft_length_is_refused_by_name"),
