@@ -35,10 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--model", choices=EMBEDDED_MODELS, default=EMBEDDED_MODELS[0], help="embedded model (default: %(default)s)")
     args = parser.parse_args(argv)
-    trained = args.model != EMBEDDED_MODELS[0]
-    name = f"{NAME}_{args.model}" if trained else NAME
-    if args.out is None:
-        args.out = str(RESULTS_DIR / (f"long_document_{args.model}" if trained else "long_document"))
+    suffix = "" if args.model == EMBEDDED_MODELS[0] else f"_{args.model}"  # another model's run is recorded apart
+    name, args.out = NAME + suffix, args.out or str(RESULTS_DIR / f"long_document{suffix}")
     if args.prompt_lookup < 0:
         parser.error(f"--prompt-lookup must be a whole number of draft tokens >= 0 (0 = off), got {args.prompt_lookup}")
 
