@@ -461,6 +461,13 @@ def test_old_logps_from_the_rollout_engine_match_the_recomputed_ones(tiny_model_
     trainer.args.old_logps = "recompute"
     trainer._generate_and_score_completions([tiny_dataset[0]] * 2 + [tiny_dataset[1]] * 2)
     assert len(passes) == 1 and 0 <= trainer._metrics["train"]["sampling/sampling_logp_difference/max"][-1] < 2e-3
+    # A process without one engine log-prob still joins the gather (another process waits in it), and logs nothing.
+    gather, gathered = trainer.accelerator.gather, []
+    trainer.accelerator.gather = lambda tensor: gathered.append(tensor) or gather(tensor)
+    logged = len(trainer._metrics["train"]["sampling/sampling_logp_difference/max"])
+    trainer._log_sampling_difference("train", recomputed, {"completion_mask": batch["completion_mask"]})
+    assert len(gathered) == 1 and gathered[0][0, 1] == 0
+    assert len(trainer._metrics["train"]["sampling/sampling_logp_difference/max"]) == logged
     with pytest.raises(ValueError, match=r"old_logps 'rollout' needs the embedded engine sampling \(temperature > 0, no use_vllm\), got temperature 0.0"):
         tiny_config(tmp_path, old_logps="rollout", temperature=0.0)
 

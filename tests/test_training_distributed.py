@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).with_name("distributed_training.py")
 BUDGET = 1024  # tokens per forward pass: a few of the long question's rows (about 250 tokens each)
 
@@ -39,8 +41,15 @@ def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(tiny
         # checkpointing: two processes without it need about 14 GB each for the loss pass.
         "--use_cpu", "true", "--activation_checkpointing", "true", "--warmup_steps", "0",
         "--max_tokens_per_forward", str(BUDGET),
+        # A collective one process never joins fails after this many seconds, with both processes'
+        # output, instead of holding the run until pytest's own limit (about 40 s is a whole run here).
+        "--ddp_timeout", "240",
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    except subprocess.TimeoutExpired as stuck:
+        output = [(text or b"").decode(errors="replace") for text in (stuck.stdout, stuck.stderr)]  # bytes, whatever text= says
+        pytest.fail(f"the two processes ran past 600 s:\n{output[0][-3000:]}\n{output[1][-6000:]}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     ranks = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
     assert all(rank["processes"] == 2 and rank["backend"] == "gloo" for rank in ranks)

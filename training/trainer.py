@@ -357,8 +357,7 @@ class MultiConvGRPOTrainer(GRPOTrainer):
                 old = rollout_old_logps(batch["sampling_logps"], batch["completion_mask"])
             elif off_policy or self._corrects_vllm_sampling:
                 old = self._per_token_logps(self.model, batch, mode)
-                if "sampling_logps" in batch:
-                    self._log_sampling_difference(mode, old, batch)
+                self._log_sampling_difference(mode, old, batch)
             if self.beta != 0.0:
                 if self.ref_model is not None:
                     ref = self._per_token_logps(self.ref_model, batch, mode)
@@ -370,12 +369,20 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         return old, ref
 
     def _log_sampling_difference(self, mode: str, old: torch.Tensor, batch: dict[str, torch.Tensor]) -> None:
-        """How far the rollout engine's log-probs are from the recomputed ones, under TRL's metric names."""
-        delta = (old - batch["sampling_logps"]).abs()[batch["completion_mask"].bool()]
-        delta = delta[~torch.isnan(delta)]
-        if delta.numel():
-            self._metrics[mode]["sampling/sampling_logp_difference/mean"].append(self.accelerator.gather(delta.mean()).mean().item())
-            self._metrics[mode]["sampling/sampling_logp_difference/max"].append(self.accelerator.gather(delta.max()).max().item())
+        """How far the rollout engine's log-probs are from the recomputed ones, under TRL's metric names.
+
+        Every process joins the gather, with NaN where it has no token with an engine log-prob:
+        a process that skipped it would leave the others waiting there for good.
+        """
+        delta = old.new_empty(0)
+        if "sampling_logps" in batch:
+            delta = (old - batch["sampling_logps"]).abs()[batch["completion_mask"].bool()]
+            delta = delta[~torch.isnan(delta)]
+        local = torch.stack([delta.sum(), torch.tensor(float(delta.numel()), device=old.device), delta.max() if delta.numel() else old.new_tensor(float("nan"))])
+        total, count, largest = self.accelerator.gather(local.unsqueeze(0)).unbind(dim=1)
+        if count.sum() > 0:
+            self._metrics[mode]["sampling/sampling_logp_difference/mean"].append((total.sum() / count.sum()).item())
+            self._metrics[mode]["sampling/sampling_logp_difference/max"].append(largest.nan_to_num(float("-inf")).max().item())
 
     def _per_token_logps(self, model: Any, batch: dict[str, torch.Tensor], mode: str) -> torch.Tensor:
         """``model``'s log-probs of ``batch``'s completion tokens, by TRL's row batches or by the token budget."""
