@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import itertools
 import json
 import random
 import re
@@ -38,7 +39,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
@@ -144,11 +145,13 @@ class UsageRecorder(BaseCallbackHandler):
 
     Pass it in the run config (``{"callbacks": [recorder]}``): LangGraph hands it to every
     model call inside the graph. A call whose backend reports no usage is ``[None, None]``.
+    ``on_call`` (if given) runs after each recorded call.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_call: Callable[[], None] | None = None) -> None:
         self.calls: list[list[int | None]] = []
         self._lock = threading.Lock()
+        self._on_call = on_call
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         for generations in response.generations:
@@ -156,6 +159,8 @@ class UsageRecorder(BaseCallbackHandler):
                 usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
                 with self._lock:
                     self.calls.append([usage.get("input_tokens"), usage.get("output_tokens")])
+                if self._on_call is not None:
+                    self._on_call()
 
 
 # Samples ------------------------------------------------------------------------------------
@@ -410,11 +415,12 @@ def locomo_scores(sample: Any, prediction: str | None, judge: Any = None, output
 
 
 def _run_job(
-    job: _Job, graph: Any, model_label: str, document_tokens: int, writer: ResultsWriter, judge: Any = None, concurrency: int | None = None
+    job: _Job, graph: Any, model_label: str, document_tokens: int, writer: ResultsWriter, judge: Any = None, concurrency: int | None = None,
+    on_call: Callable[[], None] | None = None,
 ) -> BaseException | None:
     """Run one graph on one sample and write its line; returns the error if the backend is down."""
     sample = job.sample
-    recorder = UsageRecorder()
+    recorder = UsageRecorder(on_call)
     started = time.perf_counter()
     output: dict[str, Any] = {}
     error: BaseException | None = None
@@ -502,6 +508,19 @@ def _judge(judge: str | BaseChatModel | None) -> Any:
     return LLMJudge(load_chat_model(judge), max_tokens=128) if isinstance(judge, str) else LLMJudge(judge)
 
 
+def _call_counter(bar: Any, every_seconds: float = 1.0) -> Callable[[], None]:
+    """A callback that counts model calls in ``bar``'s postfix, redrawn at most once per ``every_seconds``."""
+    calls, shown = itertools.count(1), [0.0]  # next() on a count is atomic: samples run in several threads
+
+    def count() -> None:
+        done, now = next(calls), time.monotonic()
+        if now - shown[0] >= every_seconds:
+            shown[0] = now
+            bar.set_postfix_str(f"model calls: {done:,}")
+
+    return count
+
+
 def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None) -> ComparisonResult:
     """Run every graph of ``config`` on the same samples, then write tables and plots.
 
@@ -548,6 +567,8 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
 
     try:
         with tqdm(unit="sample", desc="comparing", file=sys.stderr, disable=not config.progress) as bar:
+            # A 1M-token sample is one step of this bar and an hour of model calls: their count shows it is moving.
+            on_call = _call_counter(bar) if config.progress else None
             for sample_set in iter_sample_sets(config, codec):
                 jobs = _pending_jobs(sample_set, config.graphs, done, results_path)
                 bar.total = (bar.total or 0) + len(jobs)
@@ -557,7 +578,7 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
                         graphs[name] = build_graph(name, model, config.graph_options, codec)
                 tokens = {index: len(encode_long(sample_set.samples[index].document, codec)) for index in {job.index for job in jobs}}
                 for job in jobs:
-                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge, config.concurrency))
+                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge, config.concurrency, on_call))
                 # Read the next file only when this one's runs are nearly done: at most two sets in memory.
                 drain(config.concurrency)
             drain(0)

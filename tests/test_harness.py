@@ -721,3 +721,11 @@ def test_the_report_states_the_concurrency_wall_times_depend_on(tmp_path, figure
         main(["compare", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert re.search(r"--concurrency \S+ samples in flight at once; wall times in the report depend on it", help_text), help_text
+
+
+def test_progress_bar_counts_model_calls(tmp_path, capsys):
+    # One sample of a long document is one step of the bar: the calls made so far show that it moves.
+    result = run_comparison(config(tmp_path, lengths=(1200,), samples=1, progress=True), scripted())
+    calls = read_results(result.results)[0]["llm_calls"]
+    err = capsys.readouterr().err
+    assert calls > 1 and "model calls: 1" in err  # the first call is shown at once, later ones at most once a second
