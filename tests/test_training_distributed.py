@@ -45,10 +45,10 @@ def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(tiny
         # output, instead of holding the run until pytest's own limit (about 40 s is a whole run here).
         "--ddp_timeout", "240",
     ]
+    # Gloo on the loopback interface: otherwise it connects through the address the host name
+    # resolves to, which depends on the machine's network setup.
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "GLOO_SOCKET_IFNAME": "lo"}
     try:
-        # Gloo on the loopback interface: otherwise it connects through the address the host name
-        # resolves to, which depends on the machine's network setup.
-        env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "GLOO_SOCKET_IFNAME": "lo"}
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     except subprocess.TimeoutExpired as stuck:
         output = [(text or b"").decode(errors="replace") for text in (stuck.stdout, stuck.stderr)]  # bytes, whatever text= says

@@ -378,7 +378,8 @@ class MultiConvGRPOTrainer(GRPOTrainer):
         if "sampling_logps" in batch:
             delta = (old - batch["sampling_logps"]).abs()[batch["completion_mask"].bool()]
             delta = delta[~torch.isnan(delta)]
-        local = torch.stack([delta.sum(), torch.tensor(float(delta.numel()), device=old.device), delta.max() if delta.numel() else old.new_tensor(float("nan"))])
+        largest = delta.max() if delta.numel() else old.new_tensor(float("nan"))
+        local = torch.stack([delta.sum(), old.new_tensor(float(delta.numel())), largest])
         total, count, largest = self.accelerator.gather(local.unsqueeze(0)).unbind(dim=1)
         if count.sum() > 0:
             self._metrics[mode]["sampling/sampling_logp_difference/mean"].append((total.sum() / count.sum()).item())
