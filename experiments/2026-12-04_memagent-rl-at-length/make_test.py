@@ -6,7 +6,7 @@ its file (``4K.jsonl`` -> ``4K``). A task's seed is the split's seed plus its pl
 length: question i of a task asks for the same key and needle at each length, only the haystack grows. NIAH keys come
 from the ``test`` vocabulary, which no training or dev record uses (``evals.ruler.KEY_POOLS``).
 
-    .venv/bin/python experiments/2026-12-04_memagent-rl-at-length/make_test.py --out runs/length-rl/test
+    .venv/bin/python experiments/2026-12-04_memagent-rl-at-length/make_test.py --out experiments/2026-12-04_memagent-rl-at-length/runs/test
 """
 
 from __future__ import annotations

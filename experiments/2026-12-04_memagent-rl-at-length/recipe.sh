@@ -11,14 +11,20 @@
 # Each stage starts from the previous stage's adapter rounded to bfloat16 (keep_adapter.py), as seed 1's stages did;
 # the schedule is constant after warm-up, so stopping at a step count gives seed 1's learning rates.
 # Interrupted, it goes on where it stopped: a finished stage is skipped, a cut one resumes from its last checkpoint.
-# The adapter ends in runs/length-rl/recipe_seed$SEED/adapter_stage4. Seed 1's stages took 27, 142, 180 and 110 minutes
+# The adapter ends in $HERE/runs/recipe_seed$SEED/adapter_stage4 (inside this folder, so that keep_progress.sh can commit
+# a cut run's state and a fresh checkout resumes it). Seed 1's stages took 27, 142, 180 and 110 minutes
 # of training steps on this 2-core host (their trainer states in results/).
 set -euo pipefail
 SEED=${1:?usage: recipe.sh SEED (a training seed, e.g. 2)}
 [[ $SEED =~ ^[0-9]+$ ]] || { echo "recipe.sh: error: SEED must be a whole number, got '$SEED'" >&2; exit 2; }
+# Stages 1, 3 and 4 train in bfloat16, which a CPU without AVX-512 BF16 emulates about 30 times slower (README,
+# amendment on the order of the test runs): refuse rather than run for days.
+grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo || {
+    echo "recipe.sh: error: this CPU has no AVX-512 BF16 (no avx512_bf16 or amx_bf16 in /proc/cpuinfo); its bfloat16 stages would take ~30x seed 1's time" >&2
+    exit 2; }
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-04_memagent-rl-at-length
-RUNS=runs/length-rl/recipe_seed$SEED
+RUNS=$HERE/runs/recipe_seed$SEED
 mkdir -p "$RUNS"
 COMMON=(--preset cpu-smoke --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16
         --per_device_train_batch_size 16 --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000

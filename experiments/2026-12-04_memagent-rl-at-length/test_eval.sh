@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test evaluation of issue 85, once, after every seed's adapter is trained (README, "The test evaluation"):
+# The test evaluation of issue 85, once (README, "The test evaluation" and its amendment on the order of the runs):
 #
 #     bash experiments/2026-12-04_memagent-rl-at-length/test_eval.sh
 #
@@ -10,22 +10,37 @@
 #    for every run (the dev measures' precision), 1000-token chunks, 128-token memory, 64-token answers; the
 #    adapters answer freely (load_chat_model's default with an adapter), the untrained model under the answer grammar
 #    (the package default). Each compare run resumes where it stopped.
-# 3. test_report.py: the table, the bar's verdicts, the shortcut checks and the figure.
+#    A model runs as soon as it exists: a seed's adapter that recipe.sh has not made yet is skipped with a message.
+# 3. test_report.py, only once every model has run: the table, the bar's verdicts, the shortcut checks and the figure.
+# Everything lands in runs/ of this folder; keep_progress.sh test stages a cut evaluation for commit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-04_memagent-rl-at-length
-TEST=runs/length-rl/test
-OUT=runs/length-rl/test_out
-ADAPTERS=("$HERE/results/adapter_stage5_seed1" runs/length-rl/recipe_seed2/adapter_stage4 runs/length-rl/recipe_seed3/adapter_stage4)
-for adapter in "${ADAPTERS[@]}"; do
-    [ -f "$adapter/adapter_config.json" ] || { echo "test_eval.sh: $adapter is not trained yet (recipe.sh)" >&2; exit 2; }
-done
+TEST=$HERE/runs/test
+OUT=$HERE/runs/test_out
+ADAPTERS=("$HERE/results/adapter_stage5_seed1" "$HERE/runs/recipe_seed2/adapter_stage4" "$HERE/runs/recipe_seed3/adapter_stage4")
 
 .venv/bin/python $HERE/make_test.py --out "$TEST"
+(cd "$TEST" && sha256sum --quiet -c "../../test_files.sha256") \
+    || { echo "test_eval.sh: error: $TEST differs from test_files.sha256; the split must be the one planned" >&2; exit 2; }
+mkdir -p "$OUT"
+host() {  # the host a model ran on (README amendment: float32 kernels differ between AVX2 and AVX-512)
+    echo "$(date -u +%FT%TZ) $1: $(lscpu | sed -n 's/^Model name: *//p'), torch $(.venv/bin/python -c \
+        'import torch; print(torch.backends.cpu.get_cpu_capability())')" >> "$OUT/hosts.log"
+}
 COMMON=(--data "$TEST/4K.jsonl,$TEST/16K.jsonl,$TEST/64K.jsonl,$TEST/256K.jsonl,$TEST/1M.jsonl" --model smollm2-135m
         --quantization none --temperature 0 --chunk-tokens 1000 --memory-tokens 128 --answer-tokens 64 --quiet)
+host untrained
 .venv/bin/memagent compare "${COMMON[@]}" --graphs memagent,rag,full_context --out "$OUT/untrained"
+missing=0
 for seed in 1 2 3; do
-    .venv/bin/memagent compare "${COMMON[@]}" --graphs memagent --adapter "${ADAPTERS[seed - 1]}" --out "$OUT/trained_seed$seed"
+    adapter=${ADAPTERS[seed - 1]}
+    if [ ! -f "$adapter/adapter_config.json" ]; then
+        echo "test_eval.sh: seed $seed's adapter ($adapter) is not trained yet (recipe.sh $seed); skipped" >&2
+        missing=1; continue
+    fi
+    host "trained_seed$seed"
+    .venv/bin/memagent compare "${COMMON[@]}" --graphs memagent --adapter "$adapter" --out "$OUT/trained_seed$seed"
 done
+[ $missing = 0 ] || { echo "test_eval.sh: the report waits for every seed's run" >&2; exit 0; }
 .venv/bin/python $HERE/test_report.py --runs "$OUT" --data "$TEST" --out $HERE/results --figure $HERE/figures/test_accuracy_vs_length.png

@@ -8,8 +8,8 @@ is reported beside). The trained model's score on a question is its seeds' mean;
 model is taken question by question, with a Student-t 95% interval over the questions. Writes ``test_length.md`` and
 ``test_length.json`` to ``--out`` and the figure to ``--figure``.
 
-    .venv/bin/python experiments/2026-12-04_memagent-rl-at-length/test_report.py --runs runs/length-rl/test_out \
-        --data runs/length-rl/test --out experiments/2026-12-04_memagent-rl-at-length/results \
+    .venv/bin/python experiments/2026-12-04_memagent-rl-at-length/test_report.py --runs experiments/2026-12-04_memagent-rl-at-length/runs/test_out \
+        --data experiments/2026-12-04_memagent-rl-at-length/runs/test --out experiments/2026-12-04_memagent-rl-at-length/results \
         --figure experiments/2026-12-04_memagent-rl-at-length/figures/test_accuracy_vs_length.png
 """
 

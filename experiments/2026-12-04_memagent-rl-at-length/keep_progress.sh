@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Stage a cut run of this experiment for commit, so that a fresh checkout resumes it where it stopped:
+#
+#     bash experiments/2026-12-04_memagent-rl-at-length/keep_progress.sh SEED    # a recipe.sh SEED run
+#     bash experiments/2026-12-04_memagent-rl-at-length/keep_progress.sh test    # the test_eval.sh runs
+#
+# Sessions here start from a fresh clone, and runs/ is ignored by git, so a stopped run loses everything not committed.
+# For a seed this stages (git add -f) its training files, its log, every finished stage's adapter and the newest
+# checkpoint of the stage in progress (adapter, optimizer, scheduler, random states: about 30 MB), and unstages the
+# checkpoints it staged before. For the test it stages compare's output folders (unread: the README's amendment on the
+# order of the runs); the test files themselves are rewritten by make_test.py and checked against test_files.sha256.
+# Stop the run first, then commit.
+set -euo pipefail
+SEED=${1:?usage: keep_progress.sh SEED|test}
+cd "$(dirname "$0")/../.."
+HERE=experiments/2026-12-04_memagent-rl-at-length
+if [ "$SEED" = test ]; then
+    pgrep -f "test_eval.sh" > /dev/null && { echo "keep_progress.sh: error: test_eval.sh is still running; stop it first" >&2; exit 2; }
+    git add -f "$HERE/runs/test_out" "$HERE/runs/test_eval.log"
+    git status --short -- "$HERE/runs/test_out" | wc -l | sed 's/$/ files of the test runs staged/'
+    exit 0
+fi
+[[ $SEED =~ ^[0-9]+$ ]] || { echo "keep_progress.sh: error: expected a whole-number SEED or 'test', got '$SEED'" >&2; exit 2; }
+RUNS=$HERE/runs/recipe_seed$SEED
+[ -d "$RUNS" ] || { echo "keep_progress.sh: error: $RUNS does not exist (recipe.sh $SEED has not run)" >&2; exit 2; }
+if pgrep -f "recipe.sh $SEED\$" > /dev/null; then
+    echo "keep_progress.sh: error: recipe.sh $SEED is still running; stop it first" >&2; exit 2
+fi
+
+git rm -r -q --cached --ignore-unmatch "$RUNS"/stage*/checkpoint-* > /dev/null
+git add -f "$RUNS"/*.jsonl "$HERE/runs/recipe_seed$SEED.log"
+for adapter in "$RUNS"/adapter_stage*; do [ -d "$adapter" ] && git add -f "$adapter"; done
+for stage in "$RUNS"/stage[0-9]; do
+    [ -d "$RUNS/adapter_$(basename "$stage")" ] && continue          # finished: its adapter is kept
+    last=$(ls -d "$stage"/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
+    [ -n "$last" ] && git add -f "$last" && echo "keep_progress.sh: seed $SEED resumes from $last"
+done
+git status --short -- "$RUNS" | awk '{print $2}' | xargs -r du -ch | tail -1 | sed "s/total/staged for seed $SEED/"
