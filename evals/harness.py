@@ -10,6 +10,8 @@ lengths or records from files users bring -- and write, under the output directo
   completion tokens, wall time and the concurrency it ran at, or the error). A re-run
   skips the keys already there, so an interrupted comparison resumes where it stopped.
 * ``samples/``: generated samples, cached so a resumed run uses identical samples.
+* ``in_flight/``: the checkpoints and call logs of unfinished MemAgent and InfMem samples, which
+  resume at the chunk they stopped on (:mod:`.in_flight`).
 * ``summary.md``, ``accuracy.csv``, ``cost.csv``: accuracy per graph x length (rows:
   graphs, columns: lengths, as in the MemAgent paper's table) and mean cost per sample
   (LLM calls, prompt and completion tokens, wall time, estimated FLOPs).
@@ -49,6 +51,7 @@ from ..agents.atomic_files import write_atomic
 from ..agents.loading import EMBEDDED_MODELS, SHIPPED_ADAPTERS, context_window
 from ..graphs.options import GraphOptions, default_graph_options
 from ..graphs.registry import GRAPHS, build_graph
+from .in_flight import InFlight
 from .lengths import ComparisonError, format_tokens
 from .report import ComparisonResult, resolve_flops_model, write_report
 from .results import MANIFEST_FILE, RESULTS_FILE, ResultsWriter, read_results, result_key
@@ -145,20 +148,27 @@ class UsageRecorder(BaseCallbackHandler):
 
     Pass it in the run config (``{"callbacks": [recorder]}``): LangGraph hands it to every
     model call inside the graph. A call whose backend reports no usage is ``[None, None]``.
-    ``on_call`` (if given) runs after each recorded call.
+    ``on_call`` (if given) runs after each recorded call; ``log`` (if given) gets each call as it is
+    recorded, and ``calls`` start with ``earlier`` (a resumed run's calls before it stopped).
     """
 
-    def __init__(self, on_call: Callable[[], None] | None = None) -> None:
-        self.calls: list[list[int | None]] = []
+    def __init__(
+        self, on_call: Callable[[], None] | None = None, log: Callable[[list[int | None]], None] | None = None,
+        earlier: Sequence[list[int | None]] = (),
+    ) -> None:
+        self.calls: list[list[int | None]] = list(earlier)
         self._lock = threading.Lock()
-        self._on_call = on_call
+        self._on_call, self._log = on_call, log
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         for generations in response.generations:
             for generation in generations:
                 usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
+                call = [usage.get("input_tokens"), usage.get("output_tokens")]
                 with self._lock:
-                    self.calls.append([usage.get("input_tokens"), usage.get("output_tokens")])
+                    self.calls.append(call)
+                    if self._log is not None:
+                        self._log(call)
                 if self._on_call is not None:
                     self._on_call()
 
@@ -416,21 +426,29 @@ def locomo_scores(sample: Any, prediction: str | None, judge: Any = None, output
 
 def _run_job(
     job: _Job, graph: Any, model_label: str, document_tokens: int, writer: ResultsWriter, judge: Any = None, concurrency: int | None = None,
-    on_call: Callable[[], None] | None = None,
+    on_call: Callable[[], None] | None = None, in_flight: InFlight | None = None,
 ) -> BaseException | None:
-    """Run one graph on one sample and write its line; returns the error if the backend is down."""
+    """Run one graph on one sample and write its line; returns the error if the backend is down.
+
+    A graph on ``in_flight``'s checkpointer resumes the sample where an earlier process stopped it."""
     sample = job.sample
-    recorder = UsageRecorder(on_call)
+    key = (job.graph, job.sample_set.task, job.sample_set.length, job.index, job.sample_set.seed)
+    resumable = in_flight is not None and in_flight.checkpointer is not None and graph.checkpointer is in_flight.checkpointer
+    run = in_flight.begin(graph, key, _sample_id(sample)) if resumable else None
+    recorder = UsageRecorder(on_call, run.log, run.calls_before) if run else UsageRecorder(on_call)
     started = time.perf_counter()
     output: dict[str, Any] = {}
     error: BaseException | None = None
     try:
-        output = graph.invoke(GRAPHS[job.graph].graph_input(sample), {"callbacks": [recorder]})
+        graph_input = None if run and run.resuming else GRAPHS[job.graph].graph_input(sample)
+        output = graph.invoke(graph_input, {"callbacks": [recorder], **(run.config if run else {})})
     except Exception as failure:  # one bad sample must not end a long comparison
         if _backend_down(failure):
+            if run:
+                run.close()  # its checkpoints stay: the next run resumes it
             return failure
         error = failure
-    seconds = time.perf_counter() - started
+    seconds = run.seconds if run else time.perf_counter() - started
     metric = sample.scoring_metric
     answers = [str(answer) for answer in sample.answers]
     answer, response = output.get("answer"), output.get("response")
@@ -473,10 +491,14 @@ def _run_job(
             },
             "seconds": round(seconds, 3),
             "concurrency": concurrency,  # samples run at once: the wall time depends on it
+            # The calls an earlier, stopped process had made on this sample (0: it ran in one go).
+            "resumed_at_call": len(run.calls_before) if run and run.resuming else 0,
             "error": None if error is None else f"{type(error).__name__}: {error}",
             **extra,
         }
     )
+    if run:
+        run.finish()
     return None
 
 
@@ -549,6 +571,7 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
     done = {result_key(r): r for r in read_results(results_path) if not (config.retry_errors and r.get("error"))}
     graphs: dict[str, Any] = {}
     judge = _judge(config.judge)
+    in_flight = InFlight(out)
     writer = ResultsWriter(results_path)
     executor = ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="compare")
     pending: set[Future] = set()
@@ -575,10 +598,10 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
                 bar.refresh()
                 for name in dict.fromkeys(job.graph for job in jobs):
                     if name not in graphs:
-                        graphs[name] = build_graph(name, model, config.graph_options, codec)
+                        graphs[name] = in_flight.attach(build_graph(name, model, config.graph_options, codec))
                 tokens = {index: len(encode_long(sample_set.samples[index].document, codec)) for index in {job.index for job in jobs}}
                 for job in jobs:
-                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge, config.concurrency, on_call))
+                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge, config.concurrency, on_call, in_flight))
                 # Read the next file only when this one's runs are nearly done: at most two sets in memory.
                 drain(config.concurrency)
             drain(0)
@@ -596,4 +619,5 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         writer.close()
+        in_flight.close()
     return write_report(out, flops_model=flops_model, context_window=_context_window(config, model))

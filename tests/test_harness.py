@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sqlite3
 import signal
 import struct
 import subprocess
@@ -23,11 +24,12 @@ from scripted_model import ScriptedChatModel, ScriptedToolModel, memory, section
 from langgraph_memagent.cli import main
 from langgraph_memagent.evals import harness
 from langgraph_memagent.evals.harness import BackendUnavailable, UsageRecorder, ComparisonConfig, run_comparison
+from langgraph_memagent.evals.in_flight import InFlight
 from langgraph_memagent.evals.lengths import ComparisonError, parse_length
 from langgraph_memagent.evals.report import write_report
 from langgraph_memagent.evals.results import RESULTS_FILE, read_results
-from langgraph_memagent.graphs.options import GraphOptions
-from langgraph_memagent.graphs.registry import GRAPHS, register_graph
+from langgraph_memagent.graphs.options import FullContextOptions, GraphOptions
+from langgraph_memagent.graphs.registry import GRAPHS, build_graph, register_graph
 from helpers import BYTES, LOCOMO_FILE
 
 SMALL = GraphOptions(chunk_tokens=300, memory_tokens=64, answer_tokens=16)
@@ -301,6 +303,47 @@ def test_backend_down_stops_the_run_without_recording_samples(tmp_path):
     with pytest.raises(BackendUnavailable, match="unreachable.*Connection refused"):
         run_comparison(config(tmp_path, lengths=(600,), samples=2), scripted(refused))
     assert read_results(tmp_path / "out" / "results.jsonl") == []  # a re-run retries them all
+
+
+def test_a_sample_stopped_midway_resumes_at_its_next_chunk_and_counts_every_call(tmp_path):
+    """The backend goes down at a MemAgent sample's third call: the next run goes on from the third chunk, and the
+    sample's row counts the calls of both runs (an unreachable backend stops a run as a kill would: no row)."""
+    first_run = []
+
+    def down_at_third_call(prompt: str) -> str:
+        first_run.append(prompt)
+        if len(first_run) == 3:
+            raise ConnectionRefusedError(111, "Connection refused")
+        return needle_reader(prompt)
+
+    settings = dict(lengths=(1200,), samples=1, concurrency=1)
+    with pytest.raises(BackendUnavailable):
+        run_comparison(config(tmp_path, **settings), scripted(down_at_third_call))
+    assert read_results(tmp_path / "out" / RESULTS_FILE) == []
+    second_run = []
+    model = scripted(lambda prompt: second_run.append(prompt) or needle_reader(prompt))
+    result = run_comparison(config(tmp_path, **settings), model)
+    (row,) = read_results(result.results)
+    assert row["score"] == 1.0 and row["resumed_at_call"] == 2
+    assert second_run[0] == first_run[2]  # the chunk the backend failed on, with the memory the first run had written
+    assert row["llm_calls"] == 2 + len(second_run) == calls_per_sample(row["document_tokens"])
+    assert all(prompt is not None and completion is not None for prompt, completion in row["calls"])
+    # A finished sample leaves no checkpoint or call log behind.
+    in_flight = tmp_path / "out" / "in_flight"
+    assert sorted(p.name for p in in_flight.iterdir()) == ["checkpoints.sqlite"]
+    with sqlite3.connect(in_flight / "checkpoints.sqlite") as db:
+        assert db.execute("select count(*) from checkpoints").fetchone() == (0,)
+
+
+def test_a_sample_run_in_one_go_says_so_and_only_memagent_graphs_checkpoint(tmp_path):
+    result = run_comparison(config(tmp_path, graphs=("memagent", "full_context"), lengths=(600,), samples=1, context_window=1000), scripted())
+    assert [row["resumed_at_call"] for row in read_results(result.results)] == [0, 0]
+    in_flight, model = InFlight(tmp_path / "other"), scripted()
+    memagent = in_flight.attach(build_graph("memagent", model, SMALL, BYTES))
+    assert memagent.checkpointer is in_flight.checkpointer and memagent.memagent_config.chunk_tokens == 300
+    full_context = build_graph("full_context", model, FullContextOptions(max_input_tokens=900), BYTES)
+    assert in_flight.attach(full_context) is full_context  # no resume from a checkpointer alone: left as it is
+    in_flight.close()
 
 
 def test_call_recorder_reads_usage_of_each_call():

@@ -1,0 +1,115 @@
+"""Resuming a comparison inside a sample: a MemAgent or InfMem run stopped midway goes on from its last step.
+
+A 1M-token document is about 1,050 model calls, an hour or more on a CPU. ``memagent compare`` keeps each
+finished sample in ``results.jsonl``; without more, a comparison stopped midway would start its unfinished long
+samples again from their first chunk. So the graphs that resume from a checkpointer alone (MemAgent and what is
+built on it: their chunks come back from the run's input checkpoint) run on a SQLite checkpointer in
+``<out>/in_flight/``, one thread per graph x sample, and each of their model calls is logged beside it
+(prompt and completion tokens, seconds so far). A resumed sample's result row then counts every call and
+second it took, and says where it resumed (``resumed_at_call``). A finished sample's thread and log are
+deleted; a sample stopped by an unreachable backend keeps them and resumes too.
+
+>>> from langgraph_memagent.evals.in_flight import IN_FLIGHT_DIR
+>>> IN_FLIGHT_DIR
+'in_flight'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..agents.extras import install_hint
+from ..graphs.memagent import MemAgentGraph
+
+IN_FLIGHT_DIR = "in_flight"
+
+
+class InFlightRun:
+    """One graph x sample run on the comparison's checkpointer: where it starts, what it already cost."""
+
+    def __init__(self, folder: Path, thread_id: str, graph: Any) -> None:
+        self.config = {"configurable": {"thread_id": thread_id}}
+        self.log_path = folder / f"{thread_id}.jsonl"
+        self.resuming = bool(graph.get_state(self.config).next)
+        if not self.resuming:  # nothing to resume (or a finished run whose row was never written): start afresh
+            graph.checkpointer.delete_thread(thread_id)
+            self.log_path.unlink(missing_ok=True)
+        lines = self.log_path.read_text(encoding="utf-8").splitlines() if self.resuming and self.log_path.is_file() else []
+        logged = [json.loads(line) for line in lines if line.strip()]
+        self.calls_before: list[list[int | None]] = [entry[:2] for entry in logged]
+        self.seconds_before = logged[-1][2] if logged else 0.0  # time up to the last logged call; the rest was lost
+        self._started = time.perf_counter()
+        self._log = self.log_path.open("a", encoding="utf-8")
+        self._thread_id, self._checkpointer = thread_id, graph.checkpointer
+
+    @property
+    def seconds(self) -> float:
+        """Wall seconds of this run so far, the earlier processes' included."""
+        return self.seconds_before + time.perf_counter() - self._started
+
+    def log(self, call: list[int | None]) -> None:
+        """Append one model call (its token counts) to the run's log, flushed: a kill loses no logged call."""
+        self._log.write(json.dumps([*call, round(self.seconds, 3)]) + "\n")
+        self._log.flush()
+
+    def finish(self) -> None:
+        """The run's row is written: drop its checkpoints and log."""
+        self._log.close()
+        self._checkpointer.delete_thread(self._thread_id)
+        self.log_path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Stopped before its row (backend down): keep the checkpoints and log for the next run."""
+        self._log.close()
+
+
+class InFlight:
+    """The SQLite checkpointer under ``<out>/in_flight/`` that the resumable graphs of a comparison run on.
+
+    Without langgraph-checkpoint-sqlite (the ``serve`` extra) there is none: :meth:`attach` says so once,
+    in one line, and those samples start again from their first step when interrupted.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.folder = Path(out) / IN_FLIGHT_DIR
+        self._connection: sqlite3.Connection | None = None
+        self.checkpointer: Any = None
+        self._told = False  # the one line about the missing extra
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ModuleNotFoundError:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        # One connection for every sample thread: SqliteSaver serialises its use with a lock.
+        self._connection = sqlite3.connect(self.folder / "checkpoints.sqlite", check_same_thread=False)
+        self.checkpointer = SqliteSaver(self._connection)
+
+    def attach(self, graph: Any) -> Any:
+        """``graph`` on this checkpointer when it can resume from one alone (MemAgent, InfMem), else as it is."""
+        if not isinstance(graph, MemAgentGraph):
+            return graph
+        if self.checkpointer is None:
+            if not self._told:
+                self._told = True
+                print(f"compare: an interrupted {graph.name} sample will start again from its first chunk (resuming inside "
+                      f"a sample needs langgraph-checkpoint-sqlite: {install_hint('serve')})", file=sys.stderr)
+            return graph
+        return graph.copy({"checkpointer": self.checkpointer})
+
+    def begin(self, graph: Any, key: tuple, sample_id: str) -> InFlightRun:
+        """The run of ``graph`` (attached) on one sample: resumed if an earlier process left it unfinished."""
+        thread_id = hashlib.sha256(json.dumps([*key, sample_id]).encode()).hexdigest()[:24]
+        return InFlightRun(self.folder, thread_id, graph)
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+
+
+__all__ = ["IN_FLIGHT_DIR", "InFlight", "InFlightRun"]
