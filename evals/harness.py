@@ -611,7 +611,8 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
             # Without this the stop looks ignored: a long sample can take many minutes.
             print(
                 f"\ninterrupted: waiting for {running} running sample(s) to finish so their results are kept "
-                f"(the rest resume next run); press Ctrl-C again to abandon them",
+                f"(the rest resume next run); press Ctrl-C again to abandon them"
+                + (" (MemAgent and InfMem samples then resume at the chunk they were on)" if in_flight.checkpointer else ""),
                 file=sys.stderr,
                 flush=True,
             )

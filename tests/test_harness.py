@@ -162,7 +162,8 @@ def test_ctrl_c_keeps_the_running_sample_and_says_it_is_waiting(tmp_path, capsys
         pytest.fail(f"no KeyboardInterrupt: the handler ran: {handled.is_set()}, after {len(sends)} SIGINT(s)")
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert "interrupted: waiting for 1 running sample(s) to finish" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "interrupted: waiting for 1 running sample(s) to finish" in err and "resume at the chunk they were on" in err
     kept = read_results(tmp_path / "out" / RESULTS_FILE)
     assert len(kept) == 1 and kept[0]["score"] == 1.0  # finished, not cut off
     resumed = run_comparison(config(tmp_path, concurrency=1), scripted())

@@ -8,7 +8,8 @@
 # For a seed this stages (git add -f) its training files, its log, every finished stage's adapter and the newest
 # checkpoint of the stage in progress (adapter, optimizer, scheduler, random states: about 30 MB), and unstages the
 # checkpoints it staged before. For the test it stages compare's output folders (unread: the README's amendment on the
-# order of the runs); the test files themselves are rewritten by make_test.py and checked against test_files.sha256.
+# order of the runs), their in-flight samples' checkpoints included, so those resume at the chunk they stopped on; the
+# test files themselves are rewritten by make_test.py and checked against test_files.sha256.
 # Stop the run first, then commit.
 set -euo pipefail
 SEED=${1:?usage: keep_progress.sh SEED|test}
@@ -16,6 +17,9 @@ cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-04_memagent-rl-at-length
 if [ "$SEED" = test ]; then
     pgrep -f "test_eval.sh" > /dev/null && { echo "keep_progress.sh: error: test_eval.sh is still running; stop it first" >&2; exit 2; }
+    for db in "$HERE"/runs/test_out/*/in_flight/checkpoints.sqlite; do  # a killed run's checkpoints, out of SQLite's WAL
+        [ -f "$db" ] && python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("pragma wal_checkpoint(TRUNCATE)"); c.close()' "$db"
+    done
     git add -f "$HERE/runs/test_out" "$HERE/runs/test_eval.log"
     git status --short -- "$HERE/runs/test_out" | wc -l | sed 's/$/ files of the test runs staged/'
     exit 0
