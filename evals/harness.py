@@ -433,8 +433,7 @@ def _run_job(
     A graph on ``in_flight``'s checkpointer resumes the sample where an earlier process stopped it."""
     sample = job.sample
     key = (job.graph, job.sample_set.task, job.sample_set.length, job.index, job.sample_set.seed)
-    resumable = in_flight is not None and in_flight.checkpointer is not None and graph.checkpointer is in_flight.checkpointer
-    run = in_flight.begin(graph, key, _sample_id(sample)) if resumable else None
+    run = in_flight.begin(graph, key, _sample_id(sample)) if in_flight is not None else None
     recorder = UsageRecorder(on_call, run.log, run.calls_before) if run else UsageRecorder(on_call)
     started = time.perf_counter()
     output: dict[str, Any] = {}

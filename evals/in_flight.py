@@ -102,8 +102,11 @@ class InFlight:
             return graph
         return graph.copy({"checkpointer": self.checkpointer})
 
-    def begin(self, graph: Any, key: tuple, sample_id: str) -> InFlightRun:
-        """The run of ``graph`` (attached) on one sample: resumed if an earlier process left it unfinished."""
+    def begin(self, graph: Any, key: tuple, sample_id: str) -> InFlightRun | None:
+        """The run of ``graph`` on one sample, resumed if an earlier process left it unfinished; None for a graph
+        :meth:`attach` left as it was."""
+        if self.checkpointer is None or graph.checkpointer is not self.checkpointer:
+            return None
         thread_id = hashlib.sha256(json.dumps([*key, sample_id]).encode()).hexdigest()[:24]
         return InFlightRun(self.folder, thread_id, graph)
 

@@ -347,6 +347,17 @@ def test_a_sample_run_in_one_go_says_so_and_only_memagent_graphs_checkpoint(tmp_
     in_flight.close()
 
 
+def test_without_the_sqlite_checkpointer_compare_says_once_that_samples_restart(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)  # as if the serve extra were not installed
+    in_flight, model = InFlight(tmp_path), scripted()
+    graphs = [build_graph("memagent", model, SMALL, BYTES) for _ in range(2)]
+    assert [in_flight.attach(graph) for graph in graphs] == graphs and in_flight.begin(graphs[0], ("k",), "id") is None
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "start again from its first chunk" in line and "pip install 'langgraph-memagent[serve]'" in line
+    result = run_comparison(config(tmp_path, lengths=(600,), samples=1), model)
+    assert [row["resumed_at_call"] for row in read_results(result.results)] == [0]
+
+
 def test_call_recorder_reads_usage_of_each_call():
     recorder = UsageRecorder()
     model = scripted(lambda prompt: "two words")
