@@ -424,16 +424,24 @@ def locomo_scores(sample: Any, prediction: str | None, judge: Any = None, output
     }
 
 
+def _details(output: dict[str, Any]) -> dict[str, Any]:
+    """A graph's own numbers (chunks read, turns used, tool calls by name, ...), why a tool loop stopped and where
+    InfMem stopped reading (None: it read every chunk)."""
+    return {
+        k: v for k, v in output.items()
+        if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values()))) or k in ("stop_reason", "early_stop_chunk")
+    }
+
+
 def _run_job(
-    job: _Job, graph: Any, model_label: str, document_tokens: int, writer: ResultsWriter, judge: Any = None, concurrency: int | None = None,
-    on_call: Callable[[], None] | None = None, in_flight: InFlight | None = None,
+    job: _Job, graph: Any, model_label: str, document_tokens: int, writer: ResultsWriter, in_flight: InFlight, judge: Any = None,
+    concurrency: int | None = None, on_call: Callable[[], None] | None = None,
 ) -> BaseException | None:
     """Run one graph on one sample and write its line; returns the error if the backend is down.
 
     A graph on ``in_flight``'s checkpointer resumes the sample where an earlier process stopped it."""
     sample = job.sample
-    key = (job.graph, job.sample_set.task, job.sample_set.length, job.index, job.sample_set.seed)
-    run = in_flight.begin(graph, key, _sample_id(sample)) if in_flight is not None else None
+    run = in_flight.begin(graph, (job.graph, job.sample_set.task, job.sample_set.length, job.index, job.sample_set.seed, _sample_id(sample)))
     recorder = UsageRecorder(on_call, run.log, run.calls_before) if run else UsageRecorder(on_call)
     started = time.perf_counter()
     output: dict[str, Any] = {}
@@ -482,12 +490,7 @@ def _run_job(
             "prompt_tokens": sum(p or 0 for p, _ in recorder.calls),
             "completion_tokens": sum(c or 0 for _, c in recorder.calls),
             "graph_usage": usage,
-            # Graph-specific numbers (chunks read, turns used, tool calls by name, ...), why a tool loop stopped and
-            # where InfMem stopped reading (None: it read every chunk).
-            "details": {
-                k: v for k, v in output.items()
-                if _is_number(v) or (isinstance(v, dict) and all(map(_is_number, v.values()))) or k in ("stop_reason", "early_stop_chunk")
-            },
+            "details": _details(output),
             "seconds": round(seconds, 3),
             "concurrency": concurrency,  # samples run at once: the wall time depends on it
             # The calls an earlier, stopped process had made on this sample (0: it ran in one go).
@@ -600,7 +603,7 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
                         graphs[name] = in_flight.attach(build_graph(name, model, config.graph_options, codec))
                 tokens = {index: len(encode_long(sample_set.samples[index].document, codec)) for index in {job.index for job in jobs}}
                 for job in jobs:
-                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, judge, config.concurrency, on_call, in_flight))
+                    pending.add(executor.submit(_run_job, job, graphs[job.graph], config.model, tokens[job.index], writer, in_flight, judge, config.concurrency, on_call))
                 # Read the next file only when this one's runs are nearly done: at most two sets in memory.
                 drain(config.concurrency)
             drain(0)
@@ -612,9 +615,7 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
                 f"\ninterrupted: waiting for {running} running sample(s) to finish so their results are kept "
                 f"(the rest resume next run); press Ctrl-C again to abandon them"
                 + (" (MemAgent and InfMem samples then resume at the chunk they were on)" if in_flight.checkpointer else ""),
-                file=sys.stderr,
-                flush=True,
-            )
+                file=sys.stderr, flush=True)
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -102,12 +102,12 @@ class InFlight:
             return graph
         return graph.copy({"checkpointer": self.checkpointer})
 
-    def begin(self, graph: Any, key: tuple, sample_id: str) -> InFlightRun | None:
+    def begin(self, graph: Any, key: tuple) -> InFlightRun | None:
         """The run of ``graph`` on one sample, resumed if an earlier process left it unfinished; None for a graph
         :meth:`attach` left as it was."""
         if self.checkpointer is None or graph.checkpointer is not self.checkpointer:
             return None
-        thread_id = hashlib.sha256(json.dumps([*key, sample_id]).encode()).hexdigest()[:24]
+        thread_id = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]  # key: graph, task, length, index, seed, sample
         return InFlightRun(self.folder, thread_id, graph)
 
     def close(self) -> None:
