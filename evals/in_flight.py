@@ -40,8 +40,11 @@ class InFlightRun:
         if not self.resuming:  # nothing to resume (or a finished run whose row was never written): start afresh
             graph.checkpointer.delete_thread(thread_id)
             self.log_path.unlink(missing_ok=True)
-        lines = self.log_path.read_text(encoding="utf-8").splitlines() if self.resuming and self.log_path.is_file() else []
-        logged = [json.loads(line) for line in lines if line.strip()]
+        data = self.log_path.read_bytes() if self.resuming and self.log_path.is_file() else b""
+        complete = data[: data.rfind(b"\n") + 1]  # a kill mid-write leaves a torn last line: that call is made again
+        if complete != data:
+            self.log_path.write_bytes(complete)
+        logged = [json.loads(line) for line in complete.splitlines() if line.strip()]
         self.calls_before: list[list[int | None]] = [entry[:2] for entry in logged]
         self.seconds_before = logged[-1][2] if logged else 0.0  # time up to the last logged call; the rest was lost
         self._started = time.perf_counter()

@@ -321,6 +321,9 @@ def test_a_sample_stopped_midway_resumes_at_its_next_chunk_and_counts_every_call
     with pytest.raises(BackendUnavailable):
         run_comparison(config(tmp_path, **settings), scripted(down_at_third_call))
     assert read_results(tmp_path / "out" / RESULTS_FILE) == []
+    (log,) = (tmp_path / "out" / "in_flight").glob("*.jsonl")
+    with log.open("a") as torn:  # a kill in the middle of logging a third call
+        torn.write("[12, 3")
     second_run = []
     model = scripted(lambda prompt: second_run.append(prompt) or needle_reader(prompt))
     result = run_comparison(config(tmp_path, **settings), model)
