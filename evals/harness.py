@@ -442,20 +442,18 @@ def _run_job(
     A graph on ``in_flight``'s checkpointer resumes the sample where an earlier process stopped it."""
     sample = job.sample
     run = in_flight.begin(graph, (job.graph, job.sample_set.task, job.sample_set.length, job.index, job.sample_set.seed, _sample_id(sample)))
-    recorder = UsageRecorder(on_call, run.log, run.calls_before) if run else UsageRecorder(on_call)
-    started = time.perf_counter()
+    recorder = UsageRecorder(on_call, run.log, run.calls_before)
     output: dict[str, Any] = {}
     error: BaseException | None = None
     try:
-        graph_input = None if run and run.resuming else GRAPHS[job.graph].graph_input(sample)
-        output = graph.invoke(graph_input, {"callbacks": [recorder], **(run.config if run else {})})
+        graph_input = None if run.resuming else GRAPHS[job.graph].graph_input(sample)
+        output = graph.invoke(graph_input, {"callbacks": [recorder], **run.config})
     except Exception as failure:  # one bad sample must not end a long comparison
         if _backend_down(failure):
-            if run:
-                run.close()  # its checkpoints stay: the next run resumes it
+            run.close()  # its checkpoints stay: the next run resumes it
             return failure
         error = failure
-    seconds = run.seconds if run else time.perf_counter() - started
+    seconds = run.seconds  # the graph's time, not the scoring's (a LoCoMo judge is another model)
     metric = sample.scoring_metric
     answers = [str(answer) for answer in sample.answers]
     answer, response = output.get("answer"), output.get("response")
@@ -494,13 +492,12 @@ def _run_job(
             "seconds": round(seconds, 3),
             "concurrency": concurrency,  # samples run at once: the wall time depends on it
             # The calls an earlier, stopped process had made on this sample (0: it ran in one go).
-            "resumed_at_call": len(run.calls_before) if run and run.resuming else 0,
+            "resumed_at_call": len(run.calls_before) if run.resuming else 0,
             "error": None if error is None else f"{type(error).__name__}: {error}",
             **extra,
         }
     )
-    if run:
-        run.finish()
+    run.finish()
     return None
 
 
@@ -614,7 +611,7 @@ def run_comparison(config: ComparisonConfig, model: BaseChatModel | None = None)
             print(
                 f"\ninterrupted: waiting for {running} running sample(s) to finish so their results are kept "
                 f"(the rest resume next run); press Ctrl-C again to abandon them"
-                + (" (MemAgent and InfMem samples then resume at the chunk they were on)" if in_flight.checkpointer else ""),
+                + in_flight.resume_note,
                 file=sys.stderr, flush=True)
         raise
     finally:

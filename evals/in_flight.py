@@ -31,9 +31,21 @@ IN_FLIGHT_DIR = "in_flight"
 
 
 class InFlightRun:
-    """One graph x sample run on the comparison's checkpointer: where it starts, what it already cost."""
+    """One graph x sample run of a comparison: where it starts and what it already cost.
 
-    def __init__(self, folder: Path, thread_id: str, graph: Any) -> None:
+    Built with a folder, the run is on the comparison's checkpointer and resumes what an earlier process left;
+    without one (a graph that cannot resume from a checkpointer alone) it simply starts and keeps nothing.
+    """
+
+    def __init__(self, folder: Path | None = None, thread_id: str = "", graph: Any = None) -> None:
+        self.config: dict[str, Any] = {}
+        self.resuming = False
+        self.calls_before: list[list[int | None]] = []
+        self.seconds_before = 0.0  # time up to the last logged call of earlier processes; the rest was lost
+        self._started = time.perf_counter()
+        self._log: Any = None
+        if folder is None:
+            return
         self.config = {"configurable": {"thread_id": thread_id}}
         self.log_path = folder / f"{thread_id}.jsonl"
         self.resuming = bool(graph.get_state(self.config).next)
@@ -45,9 +57,8 @@ class InFlightRun:
         if complete != data:
             self.log_path.write_bytes(complete)
         logged = [json.loads(line) for line in complete.splitlines() if line.strip()]
-        self.calls_before: list[list[int | None]] = [entry[:2] for entry in logged]
-        self.seconds_before = logged[-1][2] if logged else 0.0  # time up to the last logged call; the rest was lost
-        self._started = time.perf_counter()
+        self.calls_before = [entry[:2] for entry in logged]
+        self.seconds_before = logged[-1][2] if logged else 0.0
         self._log = self.log_path.open("a", encoding="utf-8")
         self._thread_id, self._checkpointer = thread_id, graph.checkpointer
 
@@ -58,18 +69,21 @@ class InFlightRun:
 
     def log(self, call: list[int | None]) -> None:
         """Append one model call (its token counts) to the run's log, flushed: a kill loses no logged call."""
-        self._log.write(json.dumps([*call, round(self.seconds, 3)]) + "\n")
-        self._log.flush()
+        if self._log is not None:
+            self._log.write(json.dumps([*call, round(self.seconds, 3)]) + "\n")
+            self._log.flush()
 
     def finish(self) -> None:
         """The run's row is written: drop its checkpoints and log."""
-        self._log.close()
-        self._checkpointer.delete_thread(self._thread_id)
-        self.log_path.unlink(missing_ok=True)
+        if self._log is not None:
+            self._log.close()
+            self._checkpointer.delete_thread(self._thread_id)
+            self.log_path.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Stopped before its row (backend down): keep the checkpoints and log for the next run."""
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
 
 
 class InFlight:
@@ -105,11 +119,16 @@ class InFlight:
             return graph
         return graph.copy({"checkpointer": self.checkpointer})
 
-    def begin(self, graph: Any, key: tuple) -> InFlightRun | None:
-        """The run of ``graph`` on one sample, resumed if an earlier process left it unfinished; None for a graph
-        :meth:`attach` left as it was."""
+    @property
+    def resume_note(self) -> str:
+        """What the Ctrl-C message adds about abandoned samples."""
+        return " (MemAgent and InfMem samples then resume at the chunk they were on)" if self.checkpointer else ""
+
+    def begin(self, graph: Any, key: tuple) -> InFlightRun:
+        """The run of ``graph`` on one sample, resumed if an earlier process left it unfinished; a run that keeps
+        nothing for a graph :meth:`attach` left as it was."""
         if self.checkpointer is None or graph.checkpointer is not self.checkpointer:
-            return None
+            return InFlightRun()
         thread_id = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]  # key: graph, task, length, index, seed, sample
         return InFlightRun(self.folder, thread_id, graph)
 

@@ -354,7 +354,9 @@ def test_without_the_sqlite_checkpointer_compare_says_once_that_samples_restart(
     monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)  # as if the serve extra were not installed
     in_flight, model = InFlight(tmp_path), scripted()
     graphs = [build_graph("memagent", model, SMALL, BYTES) for _ in range(2)]
-    assert [in_flight.attach(graph) for graph in graphs] == graphs and in_flight.begin(graphs[0], ("k",)) is None
+    assert [in_flight.attach(graph) for graph in graphs] == graphs
+    run = in_flight.begin(graphs[0], ("k",))
+    assert (run.resuming, run.config, run.calls_before) == (False, {}, []) and not list(tmp_path.iterdir())
     (line,) = capsys.readouterr().err.splitlines()
     assert "start again from its first chunk" in line and "pip install 'langgraph-memagent[serve]'" in line
     result = run_comparison(config(tmp_path, lengths=(600,), samples=1), model)
