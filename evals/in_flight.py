@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -26,41 +27,21 @@ from typing import Any
 
 from ..agents.extras import install_hint
 from ..graphs.memagent import MemAgentGraph
+from .results import complete_lines
 
 IN_FLIGHT_DIR = "in_flight"
 
 
-class InFlightRun:
-    """One graph x sample run of a comparison: where it starts and what it already cost.
+class SampleRun:
+    """One graph x sample run of a comparison that cannot resume (its graph is not on the checkpointer): it starts
+    afresh, keeps nothing and times itself."""
 
-    Built with a folder, the run is on the comparison's checkpointer and resumes what an earlier process left;
-    without one (a graph that cannot resume from a checkpointer alone) it simply starts and keeps nothing.
-    """
-
-    def __init__(self, folder: Path | None = None, thread_id: str = "", graph: Any = None) -> None:
+    def __init__(self) -> None:
         self.config: dict[str, Any] = {}
         self.resuming = False
         self.calls_before: list[list[int | None]] = []
-        self.seconds_before = 0.0  # time up to the last logged call of earlier processes; the rest was lost
+        self.seconds_before = 0.0
         self._started = time.perf_counter()
-        self._log: Any = None
-        if folder is None:
-            return
-        self.config = {"configurable": {"thread_id": thread_id}}
-        self.log_path = folder / f"{thread_id}.jsonl"
-        self.resuming = bool(graph.get_state(self.config).next)
-        if not self.resuming:  # nothing to resume (or a finished run whose row was never written): start afresh
-            graph.checkpointer.delete_thread(thread_id)
-            self.log_path.unlink(missing_ok=True)
-        data = self.log_path.read_bytes() if self.resuming and self.log_path.is_file() else b""
-        complete = data[: data.rfind(b"\n") + 1]  # a kill mid-write leaves a torn last line: that call is made again
-        if complete != data:
-            self.log_path.write_bytes(complete)
-        logged = [json.loads(line) for line in complete.splitlines() if line.strip()]
-        self.calls_before = [entry[:2] for entry in logged]
-        self.seconds_before = logged[-1][2] if logged else 0.0
-        self._log = self.log_path.open("a", encoding="utf-8")
-        self._thread_id, self._checkpointer = thread_id, graph.checkpointer
 
     @property
     def seconds(self) -> float:
@@ -68,22 +49,49 @@ class InFlightRun:
         return self.seconds_before + time.perf_counter() - self._started
 
     def log(self, call: list[int | None]) -> None:
+        """Record one model call (nothing to keep here)."""
+
+    def finish(self) -> None:
+        """The run's row is written."""
+
+    def close(self) -> None:
+        """Stopped before its row (backend down)."""
+
+
+class InFlightRun(SampleRun):
+    """A run on the comparison's checkpointer: it resumes what an earlier process left, and logs its calls beside it."""
+
+    def __init__(self, folder: Path, thread_id: str, graph: Any) -> None:
+        super().__init__()
+        self.config = {"configurable": {"thread_id": thread_id}}
+        self.log_path = folder / f"{thread_id}.jsonl"
+        self.resuming = bool(graph.get_state(self.config).next)
+        if not self.resuming:  # nothing to resume (or a finished run whose row was never written): start afresh
+            graph.checkpointer.delete_thread(thread_id)
+            self.log_path.unlink(missing_ok=True)
+        lines, torn = complete_lines(self.log_path) if self.resuming and self.log_path.is_file() else ([], b"")
+        if torn:  # a kill mid-write left a torn last line: that call is made again
+            os.truncate(self.log_path, self.log_path.stat().st_size - len(torn))
+        logged = [json.loads(line) for line in lines if line.strip()]
+        self.calls_before = [entry[:2] for entry in logged]
+        self.seconds_before = logged[-1][2] if logged else 0.0  # time up to the last logged call; the rest was lost
+        self._log = self.log_path.open("a", encoding="utf-8")
+        self._thread_id, self._checkpointer = thread_id, graph.checkpointer
+
+    def log(self, call: list[int | None]) -> None:
         """Append one model call (its token counts) to the run's log, flushed: a kill loses no logged call."""
-        if self._log is not None:
-            self._log.write(json.dumps([*call, round(self.seconds, 3)]) + "\n")
-            self._log.flush()
+        self._log.write(json.dumps([*call, round(self.seconds, 3)]) + "\n")
+        self._log.flush()
 
     def finish(self) -> None:
         """The run's row is written: drop its checkpoints and log."""
-        if self._log is not None:
-            self._log.close()
-            self._checkpointer.delete_thread(self._thread_id)
-            self.log_path.unlink(missing_ok=True)
+        self._log.close()
+        self._checkpointer.delete_thread(self._thread_id)
+        self.log_path.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Stopped before its row (backend down): keep the checkpoints and log for the next run."""
-        if self._log is not None:
-            self._log.close()
+        self._log.close()
 
 
 class InFlight:
@@ -124,11 +132,11 @@ class InFlight:
         """What the Ctrl-C message adds about abandoned samples."""
         return " (MemAgent and InfMem samples then resume at the chunk they were on)" if self.checkpointer else ""
 
-    def begin(self, graph: Any, key: tuple) -> InFlightRun:
-        """The run of ``graph`` on one sample, resumed if an earlier process left it unfinished; a run that keeps
-        nothing for a graph :meth:`attach` left as it was."""
+    def begin(self, graph: Any, key: tuple) -> SampleRun:
+        """The run of ``graph`` on one sample, resumed if an earlier process left it unfinished; a plain
+        :class:`SampleRun` for a graph :meth:`attach` left as it was."""
         if self.checkpointer is None or graph.checkpointer is not self.checkpointer:
-            return InFlightRun()
+            return SampleRun()
         thread_id = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]  # key: graph, task, length, index, seed, sample
         return InFlightRun(self.folder, thread_id, graph)
 
@@ -137,4 +145,4 @@ class InFlight:
             self._connection.close()
 
 
-__all__ = ["IN_FLIGHT_DIR", "InFlight", "InFlightRun"]
+__all__ = ["IN_FLIGHT_DIR", "InFlight", "InFlightRun", "SampleRun"]

@@ -24,7 +24,7 @@ def result_key(line: dict[str, Any]) -> tuple:
     return (line["graph"], line["task"], line["length"], line["index"], line["seed"])
 
 
-def _complete_lines(path: Path) -> tuple[list[bytes], bytes]:
+def complete_lines(path: Path) -> tuple[list[bytes], bytes]:
     """The file's complete lines and its torn tail (after the last newline; a kill mid-write leaves one).
 
     Split as bytes: a tail torn inside a multi-byte UTF-8 character is still only the tail.
@@ -42,7 +42,7 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         return []
-    lines, _ = _complete_lines(path)
+    lines, _ = complete_lines(path)
     records: dict[tuple, dict[str, Any]] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -58,7 +58,7 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
 def _repair_torn_tail(path: Path) -> None:
     """Cut a partial last line so appended lines start on a fresh line."""
     if path.is_file() and path.stat().st_size:
-        _, torn = _complete_lines(path)
+        _, torn = complete_lines(path)
         if torn:
             print(
                 f"note: {path}: dropped a torn last line ({len(torn)} bytes, from an interrupted run); its sample runs again",
