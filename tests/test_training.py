@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import platform
-import re
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -584,33 +581,6 @@ def test_main_trains_on_the_reward_fn_it_is_given(tiny_model_dir, tmp_path):
             "--chunk_tokens", "64", "--memory_tokens", "4", "--answer_tokens", "4", "--warmup_steps", "0"]
     assert grpo_multiconv.main(argv, reward_fn=reward) == 0
     assert len(scored) == 2 and all(answers == ["9920114"] for answers, _ in scored), scored
-
-
-def test_bf16_on_a_cpu_that_emulates_it_warns_in_one_line(monkeypatch, tmp_path):
-    from langgraph_memagent.training import config as config_module
-
-    def avx_warnings(**fields) -> list[str]:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            MultiConvGRPOConfig(output_dir=str(tmp_path), use_cpu=True, **fields)
-        return [str(w.message) for w in caught if "AVX-512" in str(w.message)]
-
-    monkeypatch.setattr(config_module, "cpu_emulates_bf16", lambda: True)
-    (message,) = avx_warnings(bf16=True)
-    assert "\n" not in message and "about 30x slower than float32" in message and "--bf16 false" in message
-    assert avx_warnings(bf16=False) == []
-    monkeypatch.setattr(config_module, "cpu_emulates_bf16", lambda: False)
-    assert avx_warnings(bf16=True) == []
-
-
-def test_bf16_emulation_check_agrees_with_the_kernels_cpu_flags():
-    cpuinfo = Path("/proc/cpuinfo")
-    if platform.machine() != "x86_64" or not cpuinfo.is_file():
-        pytest.skip("the check reads x86 CPU flags from Linux's /proc/cpuinfo")
-    from langgraph_memagent.training.config import cpu_emulates_bf16
-
-    flags = set(re.findall(r"\w+", cpuinfo.read_text()))
-    assert cpu_emulates_bf16() == (not flags & {"avx512_bf16", "amx_tile"})
 
 
 def test_bench_learning_refuses_a_cut_first_phase_before_a_second_and_before_loading(tmp_path, monkeypatch):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import platform
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,17 +19,6 @@ from .data import parse_category_shares
 from .reading import parse_reading_memory
 from .rows import LOSS_AGGREGATIONS
 from .writing import AGEMEM_SESSIONS
-
-
-def cpu_emulates_bf16() -> bool:
-    """True on an x86 CPU with neither AVX-512 BF16 nor AMX, where PyTorch emulates bfloat16 matrix products.
-
-    Measured 2026-12-06 on an AVX2 EPYC: a 512x576 by 576x1536 bfloat16 product took 31 times as long as in float32
-    (experiments/2026-12-04_memagent-rl-at-length, amendment on the order of the test runs).
-    """
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False  # other CPUs: no check known here, so no warning
-    return not (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
 
 
 def _per_graph(name: str, what: str) -> Any:
@@ -176,7 +163,7 @@ class MultiConvGRPOConfig(GRPOConfig):
     )
     warmup_steps: float = field(default=5, metadata={"help": "Linear warm-up optimizer steps (our choice)."})
     logging_steps: float = field(default=1, metadata={"help": "Log every N optimizer steps."})
-    bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; default: only when CUDA is available."})
+    bf16: bool | None = field(default=None, metadata={"help": "bf16 mixed precision; default: only when CUDA is available. A CPU without AVX-512 BF16 or AMX multiplies in float32 (training.cpu_bf16)."})
     max_completion_length: int | None = field(
         default=None,
         metadata={
@@ -425,12 +412,6 @@ class MultiConvGRPOConfig(GRPOConfig):
         if self.bf16 is None:
             # TRL defaults bf16 to True, which fails on machines without CUDA.
             self.bf16 = torch.cuda.is_available() and not self.fp16
-        if self.bf16 and (self.use_cpu or not torch.cuda.is_available()) and cpu_emulates_bf16():
-            warnings.warn(
-                "bf16=True on a CPU without AVX-512 BF16 or AMX: PyTorch emulates bfloat16 there, about 30x slower "
-                "than float32; pass --bf16 false unless this run must be bfloat16",
-                stacklevel=2,
-            )
         # Fields left unset take the graph's paper defaults, and the recipe MemAgent's where its paper gives none.
         paper = GRAPHS[self.graph].training_defaults if self.graph in GRAPHS else {}
         for name, default in {**{name: GRAPHS["memagent"].training_defaults[name] for name in RECIPE_SETTINGS}, **paper}.items():

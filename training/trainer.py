@@ -22,6 +22,7 @@ from trl.trainer.utils import use_adapter
 from ..agents.loading import context_window
 from ..graphs.registry import GRAPHS
 from .config import MultiConvGRPOConfig
+from .cpu_bf16 import cpu_emulates_bf16, float32_products
 from .micro_batches import rows_per_part, split_rows, trim_part
 from .prefix_packing import pack_rows, packed_length
 from .reward_curve import FIRST_DRAW_REWARD, RewardCurveCallback
@@ -159,6 +160,9 @@ class MultiConvGRPOTrainer(GRPOTrainer):
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs: Any) -> Any:
         """TRL's ``train``; refuses a checkpoint that has already reached ``max_steps`` (or ``stop_after_steps``).
 
+        bf16 on a CPU without AVX-512 BF16 or AMX trains with :func:`~.cpu_bf16.float32_products` (same numbers, about
+        10 times faster there).
+
         transformers' ``Trainer`` resumed there still trains (checkpoint 40 of a 40-step
         run went on to steps 41 and 42, BENCHMARKS.md section 6), which would silently
         change a finished run.
@@ -172,7 +176,11 @@ class MultiConvGRPOTrainer(GRPOTrainer):
                     f"{checkpoint} is at step {done}, and max_steps is {self.args.max_steps} and stop_after_steps "
                     f"{self.args.stop_after_steps}: nothing left to train; raise them to train further"
                 )
-        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        if not (self.args.bf16 and self.accelerator.device.type == "cpu" and cpu_emulates_bf16()):
+            return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        with float32_products(self.model, self.ref_model) as layers:
+            logger.info("bf16 on a CPU without AVX-512 BF16 or AMX: %d Linear layers multiply in float32 (training.cpu_bf16)", layers)
+            return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     # Rollouts -------------------------------------------------------------------------
     def _graph(self) -> Any:

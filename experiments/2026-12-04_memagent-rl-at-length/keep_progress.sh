@@ -32,7 +32,7 @@ if pgrep -f "recipe.sh $SEED\$" > /dev/null; then
 fi
 
 git rm -r -q --cached --ignore-unmatch "$RUNS"/stage*/checkpoint-* > /dev/null
-git add -f "$RUNS"/*.jsonl "$HERE/runs/recipe_seed$SEED.log"
+git add -f "$RUNS"/*.jsonl "$RUNS/hosts.log" "$HERE/runs/recipe_seed$SEED.log"
 for adapter in "$RUNS"/adapter_stage*; do [ -d "$adapter" ] && git add -f "$adapter"; done
 for stage in "$RUNS"/stage[0-9]; do
     [ -d "$RUNS/adapter_$(basename "$stage")" ] && continue          # finished: its adapter is kept
