@@ -6,9 +6,9 @@ log-probability as the loss, and its backward into a fresh LoRA adapter (r 16 on
 preset's). Reported: the seconds of each pass (the fastest of ``--repeats`` after a warm-up; PyTorch's bfloat16 runs
 once), and the distances between the three variants' numbers (the loss, the largest log-probability difference, the
 relative difference of the LoRA gradients): the float32 products are faithful where they sit as close to PyTorch's
-bfloat16 as either sits to float32. Then greedy generation of
-``--new-tokens`` tokens on the same rows, timed, and whether the tokens match. On a CPU with AVX-512 BF16 or AMX
-the comparison is moot (the trainer keeps PyTorch's kernels there) and the benchmark says so and stops.
+bfloat16 as either sits to float32. Each variant also generates ``--new-tokens`` greedy tokens from the first half of
+each row, timed, and the tokens are compared. On a CPU with AVX-512 BF16 or AMX the comparison is moot (the trainer
+keeps PyTorch's kernels there): the benchmark says so and stops.
 """
 
 from __future__ import annotations
@@ -54,6 +54,13 @@ def _generate(model: Any, ids: Any, new_tokens: int, torch: Any) -> tuple[float,
     return time.perf_counter() - start, out[:, ids.shape[1]:]
 
 
+def _distance(a: tuple[Any, ...], b: tuple[Any, ...]) -> dict[str, Any]:
+    """How far apart two variants' (loss, log-probabilities, gradients, generated tokens) are."""
+    return {"loss": abs(a[0] - b[0]), "max_logprob": (a[1] - b[1]).abs().max().item(),
+            "gradient_relative": ((a[2] - b[2]).norm() / b[2].norm()).item(),
+            "generated_tokens_equal": f"{int((a[3] == b[3]).sum())}/{b[3].numel()}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{NAME}", description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=2, help="rows per pass (default: %(default)s)")
@@ -72,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     load = OtherLoad()
     path = str(embedded_model_dir())
-    ids = torch.Generator().manual_seed(0)
-    ids = torch.randint(100, 40000, (args.batch, args.tokens), generator=ids)
+    ids = torch.randint(100, 40000, (args.batch, args.tokens), generator=torch.Generator().manual_seed(0))
     variants = {"float32": (torch.float32, False, args.repeats), "bfloat16, float32 products": (torch.bfloat16, True, args.repeats),
                 "bfloat16, PyTorch's kernels": (torch.bfloat16, False, 1)}
     results: dict[str, Any] = {}
@@ -89,15 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         numbers[name] = (timed[-1][1], timed[-1][2], timed[-1][3], tokens)
         results[name] = {"pass_s": round(seconds, 2), "generate_s": round(generate_seconds, 2), "loss": timed[-1][1]}
         print(f"  {name:28s} {results[name]}", flush=True)
-    def distance(a: Any, b: Any) -> dict[str, Any]:
-        return {"loss": abs(a[0] - b[0]), "max_logprob": (a[1] - b[1]).abs().max().item(),
-                "gradient_relative": ((a[2] - b[2]).norm() / b[2].norm()).item(),
-                "generated_tokens_equal": f"{int((a[3] == b[3]).sum())}/{b[3].numel()}"}
-
     fast, native, full = numbers["bfloat16, float32 products"], numbers["bfloat16, PyTorch's kernels"], numbers["float32"]
     # The float32 products are faithful if they sit as close to PyTorch's bfloat16 as either sits to float32.
-    agreement = {"float32 products vs PyTorch's bfloat16": distance(fast, native),
-                 "float32 products vs float32": distance(fast, full), "PyTorch's bfloat16 vs float32": distance(native, full)}
+    agreement = {"float32 products vs PyTorch's bfloat16": _distance(fast, native),
+                 "float32 products vs float32": _distance(fast, full), "PyTorch's bfloat16 vs float32": _distance(native, full)}
     fast_s, native_s = results["bfloat16, float32 products"]["pass_s"], results["bfloat16, PyTorch's kernels"]["pass_s"]
     write_result(NAME, {"settings": vars(args), "other_cpu_cores": load.cores(), "results": results, "distances": agreement})
     for pair, measures in agreement.items():

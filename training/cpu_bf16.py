@@ -1,4 +1,4 @@
-"""bfloat16 training at float32 speed on x86 CPUs without AVX-512 BF16 or AMX.
+"""bfloat16 training near float32 speed on x86 CPUs without AVX-512 BF16 or AMX.
 
 There PyTorch has no fast bfloat16 matrix product: measured 2026-12-06 on an AVX2 EPYC (2 cores), a
 (8 x 1300 x 576) by (576 x 1536) product took 1,980 ms in bfloat16 and 277 ms in float32. A fast bfloat16 kernel
@@ -7,8 +7,10 @@ multiplies bfloat16 inputs, sums in float32 and rounds the result to bfloat16 on
 (measured on that product: 1 output in 10,000 differs, by one unit in the last place).
 
 :func:`float32_products` makes a model's ``Linear`` layers compute that way. The weights stay bfloat16, and so does
-everything else: attention (whose bfloat16 kernel is as fast as float32's there), norms and activations. A frozen
-weight keeps its float32 copy between calls and makes it again when the weight changes. The trainer trains this way
+everything else: norms, activations and attention (PyTorch's bfloat16 attention is as fast as float32's there going
+forward; its backward, about 5 times slower, is most of what is left between this and float32: a LoRA pass of the
+embedded model took 1.4 times float32's time, ``benchmarks/bench_cpu_bf16.py``). A frozen weight keeps its float32
+copy between calls and makes it again when the weight changes. The trainer trains this way
 on its own when ``bf16=True`` runs on such a CPU (:meth:`~.trainer.MultiConvGRPOTrainer.train`).
 
 >>> import torch
