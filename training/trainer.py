@@ -176,10 +176,10 @@ class MultiConvGRPOTrainer(GRPOTrainer):
                     f"{checkpoint} is at step {done}, and max_steps is {self.args.max_steps} and stop_after_steps "
                     f"{self.args.stop_after_steps}: nothing left to train; raise them to train further"
                 )
-        if not (self.args.bf16 and self.accelerator.device.type == "cpu" and cpu_emulates_bf16()):
-            return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
-        with float32_products(self.model, self.ref_model) as layers:
-            logger.info("bf16 on a CPU without AVX-512 BF16 or AMX: %d Linear layers multiply in float32 (training.cpu_bf16)", layers)
+        emulated = self.args.bf16 and self.accelerator.device.type == "cpu" and cpu_emulates_bf16()
+        with float32_products(*((self.model, self.ref_model) if emulated else ())) as layers:
+            if layers:
+                logger.info("bf16 on a CPU without AVX-512 BF16 or AMX: %d Linear layers multiply in float32 (training.cpu_bf16)", layers)
             return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     # Rollouts -------------------------------------------------------------------------

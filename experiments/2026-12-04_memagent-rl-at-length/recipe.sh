@@ -23,6 +23,7 @@ cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-04_memagent-rl-at-length
 RUNS=$HERE/runs/recipe_seed$SEED
 mkdir -p "$RUNS"
+source $HERE/host.sh  # host LABEL FILE: each stage's host (README, amendment "bfloat16 training on an AVX2 host")
 COMMON=(--preset cpu-smoke --chunk_tokens 1000 --memory_tokens 128 --answer_tokens 64 --num_generations 16
         --per_device_train_batch_size 16 --steps_per_generation 1 --gradient_accumulation_steps 1 --max_steps 1000
         --save_steps 1 --activation_checkpointing false --max_tokens_per_forward 4096 --seed "$SEED" --data_seed "$SEED")
@@ -37,8 +38,7 @@ stage() {  # [TRAINER=script] stage NAME STEPS TRAINER_ARGS...: train to STEPS o
     if [ ! -d "$RUNS/adapter_$1" ]; then
         last=$(ls -d "$out"/checkpoint-* 2>/dev/null | sort -V | tail -1 || true)
         if [ "$last" != "$out/checkpoint-$steps" ]; then
-            echo "$(date -u +%FT%TZ) $1 from ${last:-the start}: $(lscpu | sed -n 's/^Model name: *//p'), torch $(.venv/bin/python -c \
-                'import torch; print(torch.backends.cpu.get_cpu_capability())')" >> "$RUNS/hosts.log"
+            host "$1 from ${last:-the start}" "$RUNS/hosts.log"
             .venv/bin/python "${TRAINER:-training/grpo_multiconv.py}" "${COMMON[@]}" --stop_after_steps "$steps" --output_dir "$out" \
                 "${@:3}" ${last:+--resume_from_checkpoint "$last"}
         fi

@@ -24,13 +24,10 @@ ADAPTERS=("$HERE/results/adapter_stage5_seed1" "$HERE/runs/recipe_seed2/adapter_
 (cd "$TEST" && sha256sum --quiet -c "../../test_files.sha256") \
     || { echo "test_eval.sh: error: $TEST differs from test_files.sha256; the split must be the one planned" >&2; exit 2; }
 mkdir -p "$OUT"
-host() {  # the host a model ran on (README amendment: float32 kernels differ between AVX2 and AVX-512)
-    echo "$(date -u +%FT%TZ) $1: $(lscpu | sed -n 's/^Model name: *//p'), torch $(.venv/bin/python -c \
-        'import torch; print(torch.backends.cpu.get_cpu_capability())')" >> "$OUT/hosts.log"
-}
+source $HERE/host.sh  # host LABEL FILE: the host a model ran on
 COMMON=(--data "$TEST/4K.jsonl,$TEST/16K.jsonl,$TEST/64K.jsonl,$TEST/256K.jsonl,$TEST/1M.jsonl" --model smollm2-135m
         --quantization none --temperature 0 --chunk-tokens 1000 --memory-tokens 128 --answer-tokens 64 --quiet)
-host untrained
+host untrained "$OUT/hosts.log"
 .venv/bin/memagent compare "${COMMON[@]}" --graphs memagent,rag,full_context --out "$OUT/untrained"
 missing=0
 for seed in 1 2 3; do
@@ -39,7 +36,7 @@ for seed in 1 2 3; do
         echo "test_eval.sh: seed $seed's adapter ($adapter) is not trained yet (recipe.sh $seed); skipped" >&2
         missing=1; continue
     fi
-    host "trained_seed$seed"
+    host "trained_seed$seed" "$OUT/hosts.log"
     .venv/bin/memagent compare "${COMMON[@]}" --graphs memagent --adapter "$adapter" --out "$OUT/trained_seed$seed"
 done
 [ $missing = 0 ] || { echo "test_eval.sh: the report waits for every seed's run" >&2; exit 0; }
