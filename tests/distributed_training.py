@@ -7,6 +7,7 @@ its forward passes under ``--max_tokens_per_forward`` and a digest of its LoRA w
 
 from __future__ import annotations
 
+import faulthandler
 import hashlib
 import json
 import sys
@@ -66,6 +67,8 @@ def varied_reward(output, sample) -> float:
 
 
 def main() -> None:
+    # A process still alive after this long prints every thread's stack and exits: a hang shows where it hung.
+    faulthandler.dump_traceback_later(360, exit=True)
     out = Path(sys.argv[1])
     config = parse_config(["--preset", "cpu-smoke", "--output_dir", str(out / "run"), *sys.argv[2:]])
     model, tokenizer = load_policy(config)
@@ -79,7 +82,8 @@ def main() -> None:
     rank = trainer.accelerator.process_index
     record = {"processes": trainer.accelerator.num_processes, "backend": str(trainer.accelerator.state.backend), "rows": trainer.rows, "passes": trainer.passes, "lora": digests.digests}
     (out / f"rank-{rank}.json").write_text(json.dumps(record))
-    trainer.accelerator.end_training()  # as grpo_multiconv.main does: no process group left to interpreter exit
+    trainer.accelerator.wait_for_everyone()  # as grpo_multiconv.main ends: all meet, then no process group left to exit
+    trainer.accelerator.end_training()
 
 
 if __name__ == "__main__":

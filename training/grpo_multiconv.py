@@ -303,7 +303,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None, reward_f
         seconds = sum(entry["step_time"] for entry in steps) / len(steps)
         # TRL times its training_step, which makes the step's rollouts too (measured: a 528 s step held 197 s of them).
         logger.info("mean training-step time (its rollouts included): %.2f s", seconds)
-    # Under `accelerate launch` a process group left to interpreter exit can abort there (gloo's teardown race).
+    # Under `accelerate launch` a process group left to interpreter exit can abort there (gloo's teardown race),
+    # and one destroyed while another process still works in it can hang (pytorch/pytorch#75097): all meet first.
+    trainer.accelerator.wait_for_everyone()
     trainer.accelerator.end_training()
     return 0
 
