@@ -15,7 +15,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from langgraph_memagent.training.grpo_multiconv import load_policy, lora_config, parse_config, training_dataset
+from langgraph_memagent.training.grpo_multiconv import end_processes, load_policy, lora_config, parse_config, training_dataset
 from langgraph_memagent.training.micro_batches import rows_per_part, trim_part
 from langgraph_memagent.training.trainer import MultiConvGRPOTrainer
 
@@ -82,8 +82,7 @@ def main() -> None:
     rank = trainer.accelerator.process_index
     record = {"processes": trainer.accelerator.num_processes, "backend": str(trainer.accelerator.state.backend), "rows": trainer.rows, "passes": trainer.passes, "lora": digests.digests}
     (out / f"rank-{rank}.json").write_text(json.dumps(record))
-    trainer.accelerator.wait_for_everyone()  # as grpo_multiconv.main ends: all meet, then no process group left to exit
-    trainer.accelerator.end_training()
+    end_processes(trainer)  # as grpo_multiconv.main ends
 
 
 if __name__ == "__main__":

@@ -272,6 +272,14 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
     return Dataset.from_list(records)
 
 
+def end_processes(trainer: MultiConvGRPOTrainer) -> None:
+    """Meet the other training processes, then destroy the process group (nothing to do in a single process)."""
+    # Under `accelerate launch` a process group left to interpreter exit can abort there (gloo's teardown race),
+    # and one destroyed while another process still works in it can hang (pytorch/pytorch#75097): all meet first.
+    trainer.accelerator.wait_for_everyone()
+    trainer.accelerator.end_training()
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str | None = None, reward_fn: Any = None) -> int:
     """Train from the command line (``memagent train`` passes ``prog``; ``reward_fn``, when given, replaces the graph's
     reward, as the trainer's own argument does); returns the process exit code."""
@@ -303,14 +311,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None, reward_f
         seconds = sum(entry["step_time"] for entry in steps) / len(steps)
         # TRL times its training_step, which makes the step's rollouts too (measured: a 528 s step held 197 s of them).
         logger.info("mean training-step time (its rollouts included): %.2f s", seconds)
-    # Under `accelerate launch` a process group left to interpreter exit can abort there (gloo's teardown race),
-    # and one destroyed while another process still works in it can hang (pytorch/pytorch#75097): all meet first.
-    trainer.accelerator.wait_for_everyone()
-    trainer.accelerator.end_training()
+    end_processes(trainer)
     return 0
 
 
-__all__ = ["load_policy", "lora_config", "main", "parse_config", "policy_to_train", "training_dataset"]
+__all__ = ["end_processes", "load_policy", "lora_config", "main", "parse_config", "policy_to_train", "training_dataset"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
