@@ -11,10 +11,29 @@
 # order of the runs), their in-flight samples' checkpoints included, so those resume at the chunk they stopped on; the
 # test files themselves are rewritten by make_test.py and checked against test_files.sha256.
 # Stop the run first, then commit.
+#
+# A stop whose commits' diffs add up to over 256 MiB is refused whole, and a checkpoint committed at one cut and unstaged
+# at the next counts twice (added, then removed): seed 2's session of 2026-12-06/07 lost stages 1-3 that way. So after
+# staging, this adds up what the stop would submit (every commit since the session's base, the oldest entry of main's
+# reflog, plus the staged change, as binary diffs) and refuses over KEEP_PROGRESS_LIMIT_MIB (200), printing the one
+# commit that submits only the net change instead.
 set -euo pipefail
 SEED=${1:?usage: keep_progress.sh SEED|test}
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-04_memagent-rl-at-length
+LIMIT_MIB=${KEEP_PROGRESS_LIMIT_MIB:-200}
+
+check_submission() {  # the stop's diffs, in MiB, against the limit; exit 3 with the squash that fits when over
+    local base mib net
+    base=$(git reflog show --format=%H main | tail -1)
+    mib=$(( ($(git log -p --binary --format= "$base..HEAD" | wc -c) + $(git diff --cached --binary | wc -c)) >> 20 ))
+    echo "keep_progress.sh: this stop submits about $mib MiB of diffs since ${base:0:7} (limit here $LIMIT_MIB, the workplace's 256)"
+    if [ "$mib" -gt "$LIMIT_MIB" ]; then
+        net=$(( $(git diff --cached --binary "$base" | wc -c) >> 20 ))
+        echo "keep_progress.sh: error: $mib MiB of diffs is over $LIMIT_MIB MiB; submit one commit of the net change ($net MiB): git reset --soft ${base:0:7} && git commit" >&2
+        exit 3
+    fi
+}
 if [ "$SEED" = test ]; then
     pgrep -f "test_eval.sh" > /dev/null && { echo "keep_progress.sh: error: test_eval.sh is still running; stop it first" >&2; exit 2; }
     for db in "$HERE"/runs/test_out/*/in_flight/checkpoints.sqlite; do  # a killed run's checkpoints, out of SQLite's WAL
@@ -22,6 +41,7 @@ if [ "$SEED" = test ]; then
     done
     git add -f "$HERE/runs/test_out" "$HERE/runs/test_eval.log"
     git status --short -- "$HERE/runs/test_out" | wc -l | sed 's/$/ files of the test runs staged/'
+    check_submission
     exit 0
 fi
 [[ $SEED =~ ^[0-9]+$ ]] || { echo "keep_progress.sh: error: expected a whole-number SEED or 'test', got '$SEED'" >&2; exit 2; }
@@ -40,3 +60,4 @@ for stage in "$RUNS"/stage[0-9]; do
     [ -n "$last" ] && git add -f "$last" && echo "keep_progress.sh: seed $SEED resumes from $last"
 done
 git status --short -- "$RUNS" | awk '{print $2}' | xargs -r du -ch | tail -1 | sed "s/total/staged for seed $SEED/"
+check_submission
