@@ -12,11 +12,11 @@
 # test files themselves are rewritten by make_test.py and checked against test_files.sha256.
 # Stop the run first, then commit.
 #
-# A stop whose commits' diffs add up to over 256 MiB is refused whole, and a checkpoint committed at one cut and unstaged
-# at the next counts twice (added, then removed): seed 2's session of 2026-12-06/07 lost stages 1-3 that way. So after
-# staging, this adds up what the stop would submit (every commit since the session's base, the oldest entry of main's
-# reflog, plus the staged change, as binary diffs) and refuses over KEEP_PROGRESS_LIMIT_MIB (200), printing the one
-# commit that submits only the net change instead.
+# A stop whose commits' diffs add up to over 256 MiB is refused whole, and a checkpoint committed at one cut and
+# unstaged at the next counts twice (added, then removed): seed 2's session of 2026-12-06/07 lost its stages 1 and 2
+# and 7 steps of stage 3 that way. So after staging, this adds up what the stop would submit (every commit since the
+# session's base, the oldest entry of main's reflog, plus the staged change, as binary diffs) and refuses over
+# KEEP_PROGRESS_LIMIT_MIB (200), printing the one commit that submits only the net change instead.
 set -euo pipefail
 SEED=${1:?usage: keep_progress.sh SEED|test}
 cd "$(dirname "$0")/../.."
