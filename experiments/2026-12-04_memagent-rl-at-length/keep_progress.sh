@@ -7,7 +7,7 @@
 # Sessions here start from a fresh clone, and runs/ is ignored by git, so a stopped run loses everything not committed.
 # For a seed this stages (git add -f) its training files, its log, every finished stage's adapter and the newest
 # checkpoint of the stage in progress (adapter, optimizer, scheduler, random states: about 30 MB), and unstages the
-# checkpoints it staged before. For the test it stages compare's output folders (unread: the README's amendment on the
+# checkpoints it staged before. For the test it stages compare's output folders (the README's amendment on the
 # order of the runs), their in-flight samples' checkpoints included, so those resume at the chunk they stopped on; the
 # test files themselves are rewritten by make_test.py and checked against test_files.sha256.
 # Stop the run first, then commit.
