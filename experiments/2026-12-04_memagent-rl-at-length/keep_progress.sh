@@ -17,6 +17,8 @@
 # and 7 steps of stage 3 that way. So after staging, this adds up what the stop would submit (every commit since the
 # session's base, the oldest entry of main's reflog, plus the staged change, as binary diffs) and refuses over
 # KEEP_PROGRESS_LIMIT_MIB (200), printing the one commit that submits only the net change instead.
+# A checkout kept from an earlier session whose stop landed still has that session's base in its reflog, so the count
+# includes the landed commits too: it errs high, never low. KEEP_PROGRESS_BASE=COMMIT counts from another base.
 set -euo pipefail
 SEED=${1:?usage: keep_progress.sh SEED|test}
 cd "$(dirname "$0")/../.."
@@ -25,7 +27,7 @@ LIMIT_MIB=${KEEP_PROGRESS_LIMIT_MIB:-200}
 
 check_submission() {  # the stop's diffs, in MiB, against the limit; exit 3 with the squash that fits when over
     local base mib net
-    base=$(git reflog show --format=%H main | tail -1)
+    base=${KEEP_PROGRESS_BASE:-$(git reflog show --format=%H main | tail -1)}
     mib=$(( ($(git log -p --binary --format= "$base..HEAD" | wc -c) + $(git diff --cached --binary | wc -c)) >> 20 ))
     echo "keep_progress.sh: this stop submits about $mib MiB of diffs since ${base:0:7} (limit here $LIMIT_MIB, the workplace's 256)"
     if [ "$mib" -gt "$LIMIT_MIB" ]; then
