@@ -32,7 +32,7 @@ check_submission() {  # the stop's diffs, in MiB, against the limit; exit 3 with
     echo "keep_progress.sh: this stop submits about $mib MiB of diffs since ${base:0:7} (limit here $LIMIT_MIB, the workplace's 256)"
     if [ "$mib" -gt "$LIMIT_MIB" ]; then
         net=$(( $(git diff --cached --binary "$base" | wc -c) >> 20 ))
-        echo "keep_progress.sh: error: $mib MiB of diffs is over $LIMIT_MIB MiB; submit one commit of the net change ($net MiB): git reset --soft ${base:0:7} && git commit" >&2
+        echo "keep_progress.sh: error: $mib MiB of diffs is over $LIMIT_MIB MiB; unless ${base:0:7}..HEAD holds commits that already landed (then rerun with KEEP_PROGRESS_BASE set to the last landed commit), submit one commit of the net change ($net MiB): git reset --soft ${base:0:7} && git commit" >&2
         exit 3
     fi
 }
