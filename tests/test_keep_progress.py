@@ -23,9 +23,9 @@ def _git(repo: Path, *args: str) -> str:
                           env={**os.environ, **GIT_ENV}).stdout
 
 
-def _keep(repo: Path, limit_mib: int) -> subprocess.CompletedProcess:
+def _keep(repo: Path, limit_mib: int, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", f"{HERE}/keep_progress.sh", "9"], cwd=repo, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV, "KEEP_PROGRESS_LIMIT_MIB": str(limit_mib)})
+                          env={**os.environ, **GIT_ENV, "KEEP_PROGRESS_LIMIT_MIB": str(limit_mib), **env})
 
 
 def _checkpoint(runs: Path, step: int) -> None:
@@ -72,3 +72,17 @@ def test_a_second_cut_that_would_go_over_the_limit_is_refused_with_the_squash_th
     assert "checkpoint-1" not in _git(repo, "log", "-p", "--format=", "--stat", "HEAD~1..HEAD")
     third = _keep(repo, limit_mib=6)
     assert third.returncode == 0, third.stderr
+
+
+def test_a_checkout_kept_from_a_landed_stop_counts_from_keep_progress_base(repo: Path) -> None:
+    runs = repo / HERE / "runs/recipe_seed9"
+    _checkpoint(runs, 1)
+    assert _keep(repo, limit_mib=8).returncode == 0
+    _git(repo, "commit", "-q", "-m", "cut 1, landed")  # its stop landed, but the reflog's base is still the older one
+    landed = _git(repo, "rev-parse", "HEAD").strip()
+
+    _checkpoint(runs, 2)
+    assert _keep(repo, limit_mib=8).returncode == 3  # from the reflog's base: 3 checkpoint diffs of 3.75 MiB
+    kept = _keep(repo, limit_mib=8, KEEP_PROGRESS_BASE=landed)
+    assert kept.returncode == 0, kept.stderr
+    assert f"since {landed[:7]}" in kept.stdout
