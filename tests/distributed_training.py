@@ -2,7 +2,8 @@
 ``test_training_distributed.py``: ``distributed_training.py OUT_DIR TRAINER_ARGS...``.
 
 Each process writes ``OUT_DIR/rank-<n>.json``: its rows per rollout batch (real and padded),
-its forward passes under ``--max_tokens_per_forward`` and a digest of its LoRA weights after every optimizer step.
+its forward passes under ``--max_tokens_per_forward``, a digest of its LoRA weights after every optimizer step,
+and whether its DDP wrapper was still alive when the process group was destroyed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import faulthandler
 import hashlib
 import json
 import sys
+import weakref
 from pathlib import Path
+
+import torch
 
 from transformers import TrainerCallback
 
@@ -81,8 +85,16 @@ def main() -> None:
     trainer.train()
     rank = trainer.accelerator.process_index
     record = {"processes": trainer.accelerator.num_processes, "backend": str(trainer.accelerator.state.backend), "rows": trainer.rows, "passes": trainer.passes, "lora": digests.digests}
-    (out / f"rank-{rank}.json").write_text(json.dumps(record))
+    # A wrapper alive at the group's destruction frees it later, holding the GIL: the teardown deadlock end_processes avoids.
+    wrapper, destroy = weakref.ref(trainer.model_wrapped), torch.distributed.destroy_process_group
+
+    def destroy_and_record(*args, **kwargs):
+        record["wrapper_alive_at_destroy"] = wrapper() is not None
+        destroy(*args, **kwargs)
+
+    torch.distributed.destroy_process_group = destroy_and_record
     end_processes(trainer)  # as grpo_multiconv.main ends
+    (out / f"rank-{rank}.json").write_text(json.dumps(record))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Two real processes (accelerate, gloo DDP on CPU) train the cpu-smoke preset with rollouts of
 different lengths on the two ranks and a token budget per forward pass: the run must finish,
-the ranks must make the same forward passes and agree on the weights."""
+the ranks must make the same forward passes and agree on the weights, and each must free its DDP
+wrapper before it destroys the process group."""
 
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ def test_two_processes_pad_to_the_same_rows_and_keep_identical_lora_weights(tiny
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     ranks = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
     assert all(rank["processes"] == 2 and rank["backend"] == "gloo" for rank in ranks)
+    # The DDP wrapper is freed before the group is destroyed: freed after, its reducer runs gloo's destructor holding the
+    # GIL, which deadlocks with a gloo worker thread that waits for the GIL (it hung this test in a landing CI run).
+    assert [rank["wrapper_alive_at_destroy"] for rank in ranks] == [False, False]
     assert ranks[0]["lora"] == ranks[1]["lora"] and len(ranks[0]["lora"]) == 3  # identical adapters before and after each step
     assert len(set(ranks[0]["lora"])) == 3  # and each step changed them
     real = [[batch["real"] for batch in rank["rows"]] for rank in ranks]

@@ -273,10 +273,17 @@ def training_dataset(config: MultiConvGRPOConfig, tokenizer: Any, records: list[
 
 
 def end_processes(trainer: MultiConvGRPOTrainer) -> None:
-    """Meet the other training processes, then destroy the process group (nothing to do in a single process)."""
+    """Meet the other training processes, release the DDP wrapper, then destroy the process group (nothing to do in a
+    single process)."""
     # Under `accelerate launch` a process group left to interpreter exit can abort there (gloo's teardown race),
     # and one destroyed while another process still works in it can hang (pytorch/pytorch#75097): all meet first.
     trainer.accelerator.wait_for_everyone()
+    # The DDP wrapper's reducer holds the group in C++. Freed after the group is destroyed, it is the group's last owner
+    # and runs gloo's destructor holding the GIL; that destructor joins gloo's worker threads, and one still freeing a
+    # finished gather's tensors waits for the GIL: a deadlock (seen with gdb in the two-process test, 2026-12-07).
+    # Freed first, the last owner is torch's Python handle, which lets go of the GIL before the destructor runs.
+    trainer.model_wrapped = trainer.model
+    trainer.accelerator.free_memory()
     trainer.accelerator.end_training()
 
 
