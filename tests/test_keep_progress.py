@@ -2,7 +2,8 @@
 
 Issue 85's training runs are cut at every session's stop and kept in git. A checkpoint committed at one cut and
 unstaged at the next counts twice in a stop's diffs; one session's stop went over the workplace's 256 MiB that way and
-none of its work landed. The script is run here in a throwaway repository, with the limit scaled down to megabytes.
+none of its work landed. Checkpoints that already landed stay in git (removing one is a diff as large as adding it).
+The script is run here in a throwaway repository, with the limit scaled down to megabytes.
 """
 
 import os
@@ -86,3 +87,8 @@ def test_a_checkout_kept_from_a_landed_stop_counts_from_keep_progress_base(repo:
     kept = _keep(repo, limit_mib=8, KEEP_PROGRESS_BASE=landed)
     assert kept.returncode == 0, kept.stderr
     assert f"since {landed[:7]}" in kept.stdout
+    # The landed checkpoint stays (the refused run above had unstaged it): the stop only adds checkpoint-2.
+    changed = _git(repo, "diff", "--cached", "--name-status", landed, "--", f"{HERE}/runs").splitlines()
+    assert [line.split("\t")[0] for line in changed if "checkpoint-" in line] == ["A"]
+    assert "checkpoint-2/" in next(line for line in changed if "checkpoint-" in line)
+    assert "checkpoint-1/" in _git(repo, "ls-files", f"{HERE}/runs")

@@ -7,7 +7,8 @@
 # Sessions here start from a fresh clone, and runs/ is ignored by git, so a stopped run loses everything not committed.
 # For a seed this stages (git add -f) its training files, its log, every finished stage's adapter and the newest
 # checkpoint of the stage in progress (adapter, optimizer, scheduler, random states: about 30 MB), and unstages the
-# checkpoints it staged before. For the test it stages compare's output folders (the README's amendment on the
+# checkpoints staged since the base (below); the base's own checkpoints stay, since removing one costs as much diff as
+# adding it (sessions 20 and 21 re-added them by hand). For the test it stages compare's output folders (the README's amendment on the
 # order of the runs), their in-flight samples' checkpoints included, so those resume at the chunk they stopped on; the
 # test files themselves are rewritten by make_test.py and checked against test_files.sha256.
 # Stop the run first, then commit.
@@ -18,21 +19,22 @@
 # session's base, the oldest entry of main's reflog, plus the staged change, as binary diffs) and refuses over
 # KEEP_PROGRESS_LIMIT_MIB (200), printing the one commit that submits only the net change instead.
 # A checkout kept from an earlier session whose stop landed still has that session's base in its reflog, so the count
-# includes the landed commits too: it errs high, never low. KEEP_PROGRESS_BASE=COMMIT counts from another base.
+# includes the landed commits too: it errs high, never low. KEEP_PROGRESS_BASE=COMMIT (the last landed commit) sets the
+# base for both the count and the checkpoints kept.
 set -euo pipefail
 SEED=${1:?usage: keep_progress.sh SEED|test}
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-04_memagent-rl-at-length
 LIMIT_MIB=${KEEP_PROGRESS_LIMIT_MIB:-200}
+BASE=${KEEP_PROGRESS_BASE:-$(git reflog show --format=%H main | tail -1)}
 
 check_submission() {  # the stop's diffs, in MiB, against the limit; exit 3 with the squash that fits when over
-    local base mib net
-    base=${KEEP_PROGRESS_BASE:-$(git reflog show --format=%H main | tail -1)}
-    mib=$(( ($(git log -p --binary --format= "$base..HEAD" | wc -c) + $(git diff --cached --binary | wc -c)) >> 20 ))
-    echo "keep_progress.sh: this stop submits about $mib MiB of diffs since ${base:0:7} (limit here $LIMIT_MIB, the workplace's 256)"
+    local mib net
+    mib=$(( ($(git log -p --binary --format= "$BASE..HEAD" | wc -c) + $(git diff --cached --binary | wc -c)) >> 20 ))
+    echo "keep_progress.sh: this stop submits about $mib MiB of diffs since ${BASE:0:7} (limit here $LIMIT_MIB, the workplace's 256)"
     if [ "$mib" -gt "$LIMIT_MIB" ]; then
-        net=$(( $(git diff --cached --binary "$base" | wc -c) >> 20 ))
-        echo "keep_progress.sh: error: $mib MiB of diffs is over $LIMIT_MIB MiB; unless ${base:0:7}..HEAD holds commits that already landed (then rerun with KEEP_PROGRESS_BASE set to the last landed commit), submit one commit of the net change ($net MiB): git reset --soft ${base:0:7} && git commit" >&2
+        net=$(( $(git diff --cached --binary "$BASE" | wc -c) >> 20 ))
+        echo "keep_progress.sh: error: $mib MiB of diffs is over $LIMIT_MIB MiB; unless ${BASE:0:7}..HEAD holds commits that already landed (then rerun with KEEP_PROGRESS_BASE set to the last landed commit), submit one commit of the net change ($net MiB): git reset --soft ${BASE:0:7} && git commit" >&2
         exit 3
     fi
 }
@@ -53,7 +55,8 @@ if pgrep -f "recipe.sh $SEED\$" > /dev/null; then
     echo "keep_progress.sh: error: recipe.sh $SEED is still running; stop it first" >&2; exit 2
 fi
 
-git rm -r -q --cached --ignore-unmatch "$RUNS"/stage*/checkpoint-* > /dev/null
+git rm -r -q --cached --ignore-unmatch "$RUNS"/stage*/checkpoint-* > /dev/null   # then the base's go back:
+git ls-tree -r "$BASE" -- "$RUNS" | { grep '/stage[0-9]*/checkpoint-' || true; } | git update-index --index-info
 git add -f "$RUNS"/*.jsonl "$RUNS/hosts.log" "$HERE/runs/recipe_seed$SEED.log"
 for adapter in "$RUNS"/adapter_stage*; do [ -d "$adapter" ] && git add -f "$adapter"; done
 for stage in "$RUNS"/stage[0-9]; do
