@@ -8,9 +8,9 @@
 # For a seed this stages (git add -f) its training files, its log, every finished stage's adapter and the newest
 # checkpoint of the stage in progress (adapter, optimizer, scheduler, random states: about 30 MB), and unstages the
 # checkpoints staged since the base (below); the base's own checkpoints stay, since removing one costs as much diff as
-# adding it (sessions 20 and 21 re-added them by hand). For the test it stages compare's output folders (the README's amendment on the
-# order of the runs), their in-flight samples' checkpoints included, so those resume at the chunk they stopped on; the
-# test files themselves are rewritten by make_test.py and checked against test_files.sha256.
+# adding it (sessions 20 and 21 re-added them by hand). For the test it stages compare's output folders (the README's
+# amendment on the order of the runs), their in-flight samples' checkpoints included, so those resume at the chunk they
+# stopped on; the test files themselves are rewritten by make_test.py and checked against test_files.sha256.
 # Stop the run first, then commit.
 #
 # A stop whose commits' diffs add up to over 256 MiB is refused whole, and a checkpoint committed at one cut and
@@ -55,7 +55,8 @@ if pgrep -f "recipe.sh $SEED\$" > /dev/null; then
     echo "keep_progress.sh: error: recipe.sh $SEED is still running; stop it first" >&2; exit 2
 fi
 
-git rm -r -q --cached --ignore-unmatch "$RUNS"/stage*/checkpoint-* > /dev/null   # then the base's go back:
+# Every staged checkpoint out of the index, then the base's back in (their removal would be a diff too).
+git rm -r -q --cached --ignore-unmatch "$RUNS"/stage*/checkpoint-* > /dev/null
 git ls-tree -r "$BASE" -- "$RUNS" | { grep '/stage[0-9]*/checkpoint-' || true; } | git update-index --index-info
 git add -f "$RUNS"/*.jsonl "$RUNS/hosts.log" "$HERE/runs/recipe_seed$SEED.log"
 for adapter in "$RUNS"/adapter_stage*; do [ -d "$adapter" ] && git add -f "$adapter"; done
